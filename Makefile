@@ -1,0 +1,58 @@
+# raydiag: one Makefile for install, run, test, lint, typecheck, bench.
+# `make run` and `make test` are the two commands a fresh machine needs; both are idempotent.
+
+PY      ?= python3.11
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.stamp-install
+CONFIG  ?= configs/serve.local.yaml
+PYTEST_ARGS ?=
+
+.PHONY: install run test test-fast lint typecheck fmt bench mariadb clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+# Reinstall only when the dependency list changes.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(BIN)/raydiag --config $(CONFIG) db upgrade
+	$(BIN)/raydiag --config $(CONFIG) serve
+
+# The MySQL test tier needs MariaDB on 127.0.0.1:3306 (root, no password); start it if it is down.
+mariadb:
+	@if ! mysqladmin -h 127.0.0.1 -u root --connect-timeout=2 ping >/dev/null 2>&1; then \
+	  echo "starting MariaDB"; \
+	  start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql; \
+	  for i in $$(seq 1 30); do mysqladmin -h 127.0.0.1 -u root --connect-timeout=2 ping >/dev/null 2>&1 && break; sleep 1; done; \
+	fi
+	@mysqladmin -h 127.0.0.1 -u root --connect-timeout=2 ping
+
+test: install mariadb
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: install
+	$(BIN)/python -m pytest -m "not slow and not mysql" $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+fmt: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+typecheck: install
+	$(BIN)/mypy
+
+bench: install mariadb
+	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf var .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Audit trail: schema, migrations, batching writer, redaction, trace reader (no Ray)."""

@@ -1,0 +1,1 @@
+"""Ray Serve deployments and the raydiag command: the only package that imports Ray."""

@@ -1,0 +1,181 @@
+"""The ``raydiag`` command: serve, db upgrade, trace, ask, config check."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from typing import Any
+
+from deployments.config import ConfigError, load_config
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from ray import serve
+
+    from deployments.app import build_app
+    from deployments.runtime import start_ray, start_serve
+
+    cfg = load_config(args.config)
+    start_ray(cfg)
+    start_serve(cfg)
+    serve.run(build_app(cfg), name="raydiag", route_prefix="/", blocking=False)
+    base = f"http://{cfg.server.host}:{cfg.server.port}"
+    print(f"raydiag is ready on {base}", flush=True)
+    print("Try:", flush=True)
+    print(
+        f"  curl -N -H 'Content-Type: application/json' -X POST {base}/api/chat "
+        '-d \'{"Id": "demo-1", "Question": "MySQL connection pool exhausted HikariCP diagnosis"}\'',
+        flush=True,
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    print("shutting down (flushing the audit trail)…", flush=True)
+    serve.shutdown()
+    import ray
+
+    ray.shutdown()
+    return 0
+
+
+def _cmd_db_upgrade(args: argparse.Namespace) -> int:
+    from audit.migrate import upgrade
+
+    cfg = load_config(args.config)
+    upgrade(cfg.audit.db_url, args.revision)
+    print(f"audit schema upgraded to {args.revision} at {cfg.audit.db_url.split('@')[-1]}")
+    return 0
+
+
+def format_timeline(trace: dict[str, Any]) -> str:
+    run = trace["run"]
+    lines = [
+        f"run {run['run_id']}  session {run['session_id']}  status {run['status']}  "
+        f"outcome {run.get('release_outcome')}  tokens {run.get('total_token_count')}  "
+        f"{run.get('total_duration_ms')} ms",
+        f"query: {run['query']}",
+        "",
+        f"{'seq':>4}  {'phase':<10} {'event':<26} {'status':<12} details",
+    ]
+    for ev in trace["timeline"]:
+        details = json.dumps(ev.get("details") or {}, ensure_ascii=False)
+        if len(details) > 90:
+            details = details[:87] + "..."
+        lines.append(
+            f"{ev['sequence_no']:>4}  {ev['phase']:<10} {ev['event_type']:<26} {ev.get('status') or '':<12} {details}"
+        )
+    s = trace["summary"]
+    lines += [
+        "",
+        f"steps {s['returned']['steps']}/{s['persisted']['steps']}  tools {s['returned']['tools']}/"
+        f"{s['persisted']['tools']}  events {s['returned']['timeline_events']}/{s['persisted']['timeline_events']}"
+        f"  tokens_reconciled={s['tokens_reconciled']}",
+    ]
+    return "\n".join(lines)
+
+
+def _cmd_trace(args: argparse.Namespace) -> int:
+    from audit.db import make_engine
+    from audit.trace_reader import TraceNotFound, TraceReader
+
+    cfg = load_config(args.config)
+    reader = TraceReader(make_engine(cfg.audit.db_url))
+    try:
+        trace = reader.trace(reader.session_of(args.run_id), args.run_id)
+    except TraceNotFound as err:
+        print(f"raydiag trace: {err}", file=sys.stderr)
+        return 1
+    print(json.dumps(trace, ensure_ascii=False, indent=2) if args.json else format_timeline(trace))
+    return 0
+
+
+def _cmd_ask(args: argparse.Namespace) -> int:
+    import uuid
+
+    import httpx
+
+    from deployments.sse import parse
+
+    cfg = load_config(args.config)
+    url = args.url or f"http://{cfg.server.host}:{cfg.server.port}"
+    body = {"Id": args.session or f"cli-{uuid.uuid4().hex[:12]}", "Question": args.question}
+    outcome = "FAILED"
+    with httpx.Client(timeout=None) as client, client.stream("POST", f"{url}/api/chat", json=body) as resp:
+        if resp.status_code != 200:
+            resp.read()
+            print(f"error {resp.status_code}: {resp.text}", file=sys.stderr)
+            return 1
+        buf = ""
+        for chunk in resp.iter_text():
+            buf += chunk
+            while "\n\n" in buf:
+                block, buf = buf.split("\n\n", 1)
+                for name, data in parse(block + "\n\n"):
+                    if name == "metadata":
+                        print(f"session {data['session_id']}  run {data['run_id']}")
+                    elif name == "status":
+                        print(f"… {data['code']} {data.get('detail', '')}")
+                    elif name == "content":
+                        print(f"\n[{data['content_type']}]")
+                        print(json.dumps(data["payload"], ensure_ascii=False, indent=2))
+                    elif name == "failure":
+                        print(f"\nFAILED {data['error_code']}: {data['message']}")
+                    elif name == "done":
+                        outcome = data["outcome"]
+                        print(f"\ndone: {outcome}")
+    return 0 if outcome != "FAILED" else 2
+
+
+def _cmd_check_config(args: argparse.Namespace) -> int:
+    cfg = load_config(args.config)
+    print(json.dumps(cfg.model_dump(), indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="raydiag", description="Evidence-grounded incident diagnosis on Ray")
+    parser.add_argument("--config", default=None, help="config file (default configs/serve.local.yaml)")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("serve", help="start Ray and the service on the configured port").set_defaults(fn=_cmd_serve)
+
+    db = sub.add_parser("db", help="audit database").add_subparsers(dest="db_command", required=True)
+    up = db.add_parser("upgrade", help="apply migrations")
+    up.add_argument("revision", nargs="?", default="head")
+    up.set_defaults(fn=_cmd_db_upgrade)
+
+    tr = sub.add_parser("trace", help="print a run's timeline")
+    tr.add_argument("run_id")
+    tr.add_argument("--json", action="store_true", help="print the whole trace as JSON")
+    tr.set_defaults(fn=_cmd_trace)
+
+    ask = sub.add_parser("ask", help="ask the running service a question and stream the answer")
+    ask.add_argument("question")
+    ask.add_argument("--session", default=None)
+    ask.add_argument("--url", default=None, help="service URL (default from config)")
+    ask.set_defaults(fn=_cmd_ask)
+
+    sub.add_parser("check-config", help="validate the config and print it").set_defaults(fn=_cmd_check_config)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        return int(args.fn(args))
+    except ConfigError as err:
+        print(f"raydiag: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""The application's configuration: one YAML file validated into ``AppConfig``.
+
+Every section rejects unknown keys and describes its fields. A few deployment-specific values can be
+overridden from the environment (``RAYDIAG_*``) so the same file serves a laptop and a cluster.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from audit.settings import AuditSettings
+from harness.settings import HarnessSettings
+from rag.settings import SearchSettings
+
+DEFAULT_CONFIG = Path("configs/serve.local.yaml")
+
+
+class ConfigError(Exception):
+    """A configuration file that cannot be used; the message names the file, the field and the problem."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ServerSettings(_Section):
+    host: str = Field(default="127.0.0.1", description="Address the HTTP proxy binds to.")
+    port: int = Field(default=8000, gt=0, lt=65536, description="HTTP port. Overridden by RAYDIAG_PORT.")
+
+
+class RaySettings(_Section):
+    address: str | None = Field(
+        default=None, description="Ray cluster address ('auto' for an existing cluster); None starts one."
+    )
+    num_cpus: int | None = Field(default=None, gt=0, description="CPUs of a locally started Ray.")
+    auth_mode: Literal["disabled", "token"] = Field(
+        default="disabled",
+        description="RAY_AUTH_MODE for a locally started Ray (Ray 2.60 turns token auth on if unset).",
+    )
+    temp_dir: str = Field(default="var/ray", description="Private Ray temp dir of a locally started Ray.")
+
+
+class IngressSettings(_Section):
+    num_replicas: int = Field(default=1, gt=0, description="Ingress replicas (HTTP + SSE + pipeline).")
+    max_ongoing_requests: int = Field(
+        default=64, gt=0, description="Concurrent requests (open SSE streams) one ingress replica accepts."
+    )
+    num_cpus: float = Field(default=0.5, ge=0, description="CPUs reserved per ingress replica.")
+    max_body_bytes: int = Field(default=64 * 1024, gt=0, description="Largest accepted request body.")
+
+
+class AuditDeploymentSettings(_Section):
+    num_cpus: float = Field(default=0.25, ge=0, description="CPUs reserved for the audit writer replica.")
+    max_ongoing_requests: int = Field(
+        default=256, gt=0, description="Concurrent hand-offs the audit writer replica accepts."
+    )
+
+
+class AppConfig(_Section):
+    """Everything ``build_app`` needs to build the Ray Serve application."""
+
+    server: ServerSettings = Field(default_factory=ServerSettings, description="HTTP endpoint.")
+    ray: RaySettings = Field(default_factory=RaySettings, description="How to reach or start Ray.")
+    ingress: IngressSettings = Field(default_factory=IngressSettings, description="The ingress deployment.")
+    audit: AuditSettings = Field(default_factory=AuditSettings, description="The audit trail.")
+    audit_deployment: AuditDeploymentSettings = Field(
+        default_factory=AuditDeploymentSettings, description="Resources of the audit writer deployment."
+    )
+    search: SearchSettings = Field(default_factory=SearchSettings, description="Milvus hybrid search.")
+    harness: HarnessSettings = Field(default_factory=HarnessSettings, description="Pipeline budgets.")
+
+
+# Environment variable -> dotted path in the config tree.
+ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
+    "RAYDIAG_DB_URL": ("audit", "db_url"),
+    "RAYDIAG_MILVUS_URI": ("search", "milvus_uri"),
+    "RAYDIAG_PORT": ("server", "port"),
+    "RAYDIAG_HOST": ("server", "host"),
+    "RAYDIAG_RAY_ADDRESS": ("ray", "address"),
+}
+
+
+def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    for var, path in ENV_OVERRIDES.items():
+        if var not in env:
+            continue
+        node = data
+        for key in path[:-1]:
+            child = node.setdefault(key, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"{var}: cannot override {'.'.join(path)}: '{key}' is not a section")
+            node = child
+        node[path[-1]] = env[var]
+    return data
+
+
+def _format_errors(source: str, err: ValidationError) -> str:
+    lines = [f"{source}: invalid configuration"]
+    for item in err.errors():
+        where = ".".join(str(p) for p in item["loc"]) or "<top level>"
+        lines.append(f"  {where}: {item['msg']}")
+    return "\n".join(lines)
+
+
+def parse_config(data: Any, source: str, env: Mapping[str, str] | None = None) -> AppConfig:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping, not {type(data).__name__}")
+    data = _apply_env(dict(data), os.environ if env is None else env)
+    try:
+        return AppConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_format_errors(source, err)) from err
+
+
+def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> AppConfig:
+    """Read and validate a config file; ``RAYDIAG_*`` variables override the file."""
+    file = Path(path) if path is not None else DEFAULT_CONFIG
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"{file}: cannot read config file: {err.strerror}") from err
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{file}: not valid YAML: {err}") from err
+    return parse_config(data, str(file), env)

@@ -1,0 +1,212 @@
+"""The HTTP API served by the ingress: chat over SSE, trace replay, feedback, health.
+
+Errors before a stream starts are JSON ``{"error": {"code", "message"}}`` with a 4xx/5xx status;
+once a stream has started, errors are ``failure`` events followed by ``done``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
+from typing import Any, Literal, Protocol
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, Field, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from audit.records import AuditRecord
+from deployments.sse import frame_event
+from harness.contracts import ChatRequest, SseEvent
+
+log = logging.getLogger(__name__)
+
+SESSION_PATTERN = r"^[A-Za-z0-9_.:\-]{1,64}$"
+
+
+class AuditBackend(Protocol):
+    """What the API needs from the audit deployment (a Ray handle adapter in production)."""
+
+    async def trace(self, session_id: str, run_id: str | None, tenant_id: str | None) -> dict[str, Any]: ...
+    async def reasoning(self, session_id: str, run_id: str | None, tenant_id: str | None) -> dict[str, Any]: ...
+    async def runs(self, session_id: str, tenant_id: str | None) -> dict[str, Any]: ...
+    async def run_exists(self, session_id: str, run_id: str, tenant_id: str | None) -> bool: ...
+    async def health(self) -> dict[str, Any]: ...
+
+
+class FeedbackRequest(BaseModel):
+    model_config = {"extra": "forbid"}
+
+    runId: str = Field(min_length=1, max_length=64)
+    rating: Literal["up", "down"]
+    comment: str = Field(default="", max_length=2000)
+
+
+def error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+
+def _validation_message(err: ValidationError | RequestValidationError) -> str:
+    parts = []
+    for item in err.errors():
+        where = ".".join(str(p) for p in item.get("loc", ()) if p != "body") or "body"
+        parts.append(f"{where}: {item.get('msg')}")
+    return "; ".join(parts)
+
+
+RunChat = Callable[[ChatRequest, str | None], AsyncGenerator[SseEvent, None]]
+
+
+def create_api(
+    run_chat: RunChat,
+    audit: AuditBackend,
+    emit_record: Callable[[AuditRecord], None],
+    flush_audit: Callable[[], Awaitable[bool]],
+    max_body_bytes: int,
+) -> FastAPI:
+    app = FastAPI(
+        title="raydiag",
+        version="0.1.0",
+        description="Evidence-grounded incident diagnosis. Chat streams Server-Sent Events.",
+    )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_req: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(exc.status_code, "HTTP_ERROR")
+        return error(exc.status_code, code, str(exc.detail))
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_req: Request, exc: RequestValidationError) -> JSONResponse:
+        return error(422, "INVALID_REQUEST", _validation_message(exc))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_req: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        return error(500, "INTERNAL", "internal error")
+
+    async def read_json(request: Request) -> Any | JSONResponse:
+        ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype != "application/json":
+            return error(415, "UNSUPPORTED_MEDIA_TYPE", "send the body as application/json")
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
+            return error(413, "BODY_TOO_LARGE", f"the body is larger than {max_body_bytes} bytes")
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > max_body_bytes:
+                return error(413, "BODY_TOO_LARGE", f"the body is larger than {max_body_bytes} bytes")
+        try:
+            return json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            return error(400, "INVALID_JSON", "the body is not valid JSON")
+
+    @app.post(
+        "/api/chat",
+        summary="Ask a question; the answer streams as Server-Sent Events",
+        response_class=StreamingResponse,
+        responses={
+            200: {"content": {"text/event-stream": {}}, "description": "metadata, status…, content|failure, done"},
+            400: {"description": "not JSON"},
+            413: {"description": "body too large"},
+            415: {"description": "not application/json"},
+            422: {"description": "invalid fields"},
+        },
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": ChatRequest.model_json_schema()}},
+            }
+        },
+    )
+    async def chat(request: Request) -> Any:
+        data = await read_json(request)
+        if isinstance(data, JSONResponse):
+            return data
+        try:
+            req = ChatRequest.model_validate(data)
+        except ValidationError as err:
+            return error(422, "INVALID_REQUEST", _validation_message(err))
+
+        async def stream() -> AsyncIterator[bytes]:
+            n = 0
+            # aclosing: on client disconnect the pipeline is closed now (recorded ABORTED), not at GC.
+            async with aclosing(run_chat(req, None)) as events:
+                async for event in events:
+                    n += 1
+                    yield frame_event(event, n)
+
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    async def _trace_reply(result: dict[str, Any]) -> JSONResponse:
+        if not result.get("ok"):
+            return error(404, "NOT_FOUND", str(result.get("error", "not found")))
+        return JSONResponse(result["value"])
+
+    @app.get("/api/diagnosis/{sessionId}/trace", summary="Replay one run's audit trail")
+    async def trace(sessionId: str, runId: str | None = Query(default=None, max_length=64)) -> JSONResponse:
+        await flush_audit()
+        return await _trace_reply(await audit.trace(sessionId, runId, None))
+
+    @app.get("/api/diagnosis/{sessionId}/trace/reasoning", summary="Provider reasoning and assistant text")
+    async def reasoning(sessionId: str, runId: str | None = Query(default=None, max_length=64)) -> JSONResponse:
+        await flush_audit()
+        return await _trace_reply(await audit.reasoning(sessionId, runId, None))
+
+    @app.get("/api/diagnosis/{sessionId}/runs", summary="The session's runs, newest first")
+    async def runs(sessionId: str) -> JSONResponse:
+        await flush_audit()
+        result = await audit.runs(sessionId, None)
+        return JSONResponse({"session_id": sessionId, "runs": result.get("value", [])})
+
+    @app.post(
+        "/api/diagnosis/{sessionId}/feedback",
+        summary="Store the user's feedback on a run",
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": FeedbackRequest.model_json_schema()}},
+            }
+        },
+    )
+    async def feedback(sessionId: str, request: Request) -> JSONResponse:
+        data = await read_json(request)
+        if isinstance(data, JSONResponse):
+            return data
+        try:
+            fb = FeedbackRequest.model_validate(data)
+        except ValidationError as err:
+            return error(422, "INVALID_REQUEST", _validation_message(err))
+        await flush_audit()
+        if not await audit.run_exists(sessionId, fb.runId, None):
+            return error(404, "NOT_FOUND", f"no run {fb.runId} in session {sessionId}")
+        emit_record(
+            AuditRecord(
+                kind="feedback",
+                run_id=fb.runId,
+                session_id=sessionId,
+                ts=time.time(),
+                data={"rating": fb.rating, "comment": fb.comment},
+            )
+        )
+        return JSONResponse({"stored": True, "runId": fb.runId}, status_code=202)
+
+    @app.get("/healthz", summary="Each component's state")
+    async def healthz() -> JSONResponse:
+        components: dict[str, Any] = {"ingress": {"state": "ok"}}
+        try:
+            components["audit"] = await audit.health()
+        except Exception as err:
+            components["audit"] = {"state": "down", "error": type(err).__name__}
+        overall = "ok" if all(c.get("state") == "ok" for c in components.values()) else "degraded"
+        return JSONResponse({"status": overall, "components": components})
+
+    return app

@@ -1,0 +1,99 @@
+"""The ingress deployment: HTTP + SSE, the pipeline, and the producer side of the audit path."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from fastapi import FastAPI
+from ray import serve
+from ray.serve.handle import DeploymentHandle
+
+from audit.records import AuditRecord
+from deployments.audit_client import BufferedAuditSink
+from deployments.config import AppConfig
+from deployments.http_api import create_api
+from harness.contracts import ChatRequest, SseEvent
+from harness.pipeline import DiagnosisPipeline
+
+log = logging.getLogger(__name__)
+
+
+def _import(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+class AuditHandle:
+    """Adapts the audit deployment's handle to the API's ``AuditBackend`` protocol."""
+
+    def __init__(self, handle: DeploymentHandle, timeout_s: float = 30.0) -> None:
+        self.handle = handle
+        self.timeout_s = timeout_s
+
+    async def _call(self, method: str, *args: Any) -> Any:
+        return await asyncio.wait_for(getattr(self.handle, method).remote(*args), self.timeout_s)
+
+    async def trace(self, session_id: str, run_id: str | None, tenant_id: str | None) -> dict[str, Any]:
+        return await self._call("trace", session_id, run_id, tenant_id)
+
+    async def reasoning(self, session_id: str, run_id: str | None, tenant_id: str | None) -> dict[str, Any]:
+        return await self._call("reasoning", session_id, run_id, tenant_id)
+
+    async def runs(self, session_id: str, tenant_id: str | None) -> dict[str, Any]:
+        return await self._call("runs", session_id, tenant_id)
+
+    async def run_exists(self, session_id: str, run_id: str, tenant_id: str | None) -> bool:
+        return bool(await self._call("run_exists", session_id, run_id, tenant_id))
+
+    async def health(self) -> dict[str, Any]:
+        return await asyncio.wait_for(self.handle.health.remote(), 2.0)
+
+    async def submit(self, records: list[dict[str, Any]]) -> None:
+        await self._call("submit", records)
+
+
+@serve.deployment(name="ingress")
+@serve.ingress()
+class Ingress:
+    def __init__(
+        self, cfg: AppConfig, audit: DeploymentHandle, pipeline_cls: str = "harness.pipeline:DiagnosisPipeline"
+    ) -> None:
+        self.cfg = cfg
+        self.audit = AuditHandle(audit)
+        self.sink = BufferedAuditSink(
+            self.audit.submit,
+            batch_size=cfg.audit.batch_size,
+            spill_path=str(cfg.audit.spill_path).replace(".jsonl", "-ingress.jsonl"),
+            retry_max_s=cfg.audit.retry_max_s,
+        )
+        # The pipeline class is injectable (by import path, so it crosses process boundaries) for tests
+        # that pace or script it; production uses the default.
+        cls = _import(pipeline_cls)
+        if not (isinstance(cls, type) and issubclass(cls, DiagnosisPipeline)):
+            raise TypeError(f"{pipeline_cls} is not a DiagnosisPipeline")
+        self.pipeline = cls(self.sink, cfg.harness)
+
+    def _run_chat(self, req: ChatRequest, tenant_id: str | None) -> AsyncGenerator[SseEvent, None]:
+        return self.pipeline.run(req, tenant_id)
+
+    async def _flush(self) -> bool:
+        return await self.sink.flush()
+
+    def _emit(self, record: AuditRecord) -> None:
+        self.sink.emit(record)
+
+    def __serve_build_asgi_app__(self) -> FastAPI:
+        return create_api(
+            run_chat=self._run_chat,
+            audit=self.audit,
+            emit_record=self._emit,
+            flush_audit=self._flush,
+            max_body_bytes=self.cfg.ingress.max_body_bytes,
+        )
+
+    async def __del__(self) -> None:
+        await self.sink.close()

@@ -1,0 +1,1 @@
+"""The diagnosis harness: contracts, protocols and the pipeline (no Ray)."""

@@ -1,0 +1,402 @@
+"""Pydantic models of every contract in the seed documents.
+
+Field names follow ../shared/seeds/ exactly (chat-agent-data-contracts.md, the e2e walkthrough),
+so a payload produced or stored here can be compared with the seeds' own JSON examples.
+Models that describe model output are lenient about extra keys (a model may add some) but strict
+about the types of the keys the contract names; models that we emit ourselves forbid extras.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+MAX_QUESTION_CHARS = 8000
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+# ----------------------------------------------------------------- request / workflow input
+
+
+class ChatRequest(_Strict):
+    """Body of ``POST /api/chat`` (seed e2e §4.2: ``Id`` is the session, ``Question`` the turn)."""
+
+    Id: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:\-]+$")] = Field(
+        description="Session id; reuse it for follow-up questions in the same conversation."
+    )
+    Question: str = Field(description="The question of this turn, Chinese or English.")
+
+    @field_validator("Question")
+    @classmethod
+    def _question_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("Question must not be empty")
+        if len(value) > MAX_QUESTION_CHARS:
+            raise ValueError(f"Question is {len(value)} characters; the limit is {MAX_QUESTION_CHARS}")
+        return value
+
+
+class RetryContext(_Strict):
+    """Seed 000 §6: built after LOW_CONFID to make the executor gather the missing evidence only."""
+
+    round: int = Field(ge=1)
+    missing_evidence_facts: list[str]
+    instruction: str
+
+
+class WorkflowInput(_Strict):
+    """Seed 000 §1."""
+
+    question: str
+    retry_context: RetryContext | None = None
+
+
+# ----------------------------------------------------------------------------- planner
+
+
+class PlannerInput(_Strict):
+    """Seed 000 §2.1."""
+
+    question: str
+    history: list[dict[str, Any]] = Field(default_factory=list)
+    available_knowledge_domains: str = ""
+    skill_catalog: dict[str, str] = Field(default_factory=dict)
+    retry_context: RetryContext | None = None
+
+
+class PlannerPlan(_Lenient):
+    """Seed 000 §2.2, runtime key ``planner_plan``."""
+
+    selected_skill: str | None = None
+    selection_reason: str
+    plan: list[str] = Field(min_length=1)
+    reasoning: str
+
+
+# ----------------------------------------------------------------------------- executor
+
+SupportLevel = Literal["direct", "indirect"]
+
+
+class EvidenceBinding(_Lenient):
+    source_type: str
+    source_id: str
+    tool_name: str
+    source_invocation_ids: list[str | int] = Field(default_factory=list)
+    evidence_excerpt: str
+
+
+class Claim(_Lenient):
+    claim_id: str
+    claim_type: str
+    claim_text: str
+    support_level: SupportLevel
+    evidence_bindings: list[EvidenceBinding] = Field(min_length=1)
+
+
+class Hypothesis(_Lenient):
+    hypothesis_text: str
+    basis: str
+    needed_evidence: list[str] = Field(default_factory=list)
+
+
+class RecommendedAction(_Lenient):
+    action_text: str
+    reason: str
+    evidence_bindings: list[EvidenceBinding] = Field(default_factory=list)
+
+
+class ExecutorEvidence(_Lenient):
+    """Seed 000 §3.2, ``executor_evidence_v1``; runtime key ``executor_feedback``."""
+
+    answer_version: Literal["executor_evidence_v1"] = "executor_evidence_v1"
+    diagnosis_summary: str
+    claims: list[Claim]
+    hypotheses: list[Hypothesis] = Field(default_factory=list)
+    recommended_actions: list[RecommendedAction] = Field(default_factory=list)
+    missing_info: list[str] = Field(default_factory=list)
+    user_facing_answer: str
+
+
+ParseStatus = Literal["valid", "missing", "malformed"]
+
+
+class ExecutorOutputParseStatus(_Strict):
+    status: ParseStatus
+    detail: str
+
+
+# ----------------------------------------------------------------------------- verifier
+
+
+class ToolTraceSummaryItem(_Strict):
+    """Seed 000 §4.2: one evidence index entry built from real ``tool_invocation`` rows."""
+
+    trace_ref: str
+    tool_name: str
+    success: bool
+    input_summary: str
+    output_summary: str
+    evidence_level: Literal["direct", "indirect", "none"]
+    topic_domain: str
+    source_invocation_ids: list[str | int]
+    invocation_count: int = Field(ge=0)
+    failed_invocation_count: int = Field(ge=0)
+    no_hit_invocation_count: int = Field(ge=0)
+    query_samples: list[str] = Field(default_factory=list)
+    retrieval_layers: list[str] = Field(default_factory=list)
+    relevance_levels: list[str] = Field(default_factory=list)
+    source_documents: list[str] = Field(default_factory=list)
+
+
+class VerifierInput(_Strict):
+    """Seed 000 §4.1."""
+
+    original_query: str
+    executor_final_answer: str
+    executor_structured_output: dict[str, Any] | None
+    executor_output_parse_status: ExecutorOutputParseStatus
+    tool_trace_summary: list[ToolTraceSummaryItem]
+    retry_context: RetryContext | None = None
+
+
+Verdict = Literal["PASS", "LOW_CONFID", "REJECT"]
+Verification = Literal["direct_evidence", "indirect_support", "no_evidence", "contradicted"]
+
+
+class EvidenceRef(_Lenient):
+    trace_ref: str
+    tool_name: str
+    topic_domain: str = ""
+    source_invocation_ids: list[str | int] = Field(default_factory=list)
+    note: str = ""
+
+
+class FactChecked(_Lenient):
+    fact: str
+    is_critical: bool
+    verification: Verification
+    detail: str = ""
+    evidence_refs: list[EvidenceRef] = Field(default_factory=list)
+
+
+class VerifierOutput(_Lenient):
+    """Seed 000 §4.3, runtime key ``verifier_output``."""
+
+    verdict: Verdict
+    groundedness_score: float = Field(ge=0.0, le=1.0)
+    critical_fact_count: int = Field(ge=0)
+    facts_checked: list[FactChecked] = Field(default_factory=list)
+    rationale: str
+
+
+class VerifierDecision(_Strict):
+    """Seed 000 §5 (the internal record keeps the seed's camelCase names)."""
+
+    verdict: Verdict
+    groundednessScore: float
+    criticalFactCount: int
+    factsChecked: list[FactChecked]
+    rationale: str
+    round: int = Field(ge=1)
+
+    @classmethod
+    def from_output(cls, output: VerifierOutput, round_: int) -> VerifierDecision:
+        return cls(
+            verdict=output.verdict,
+            groundednessScore=output.groundedness_score,
+            criticalFactCount=output.critical_fact_count,
+            factsChecked=output.facts_checked,
+            rationale=output.rationale,
+            round=round_,
+        )
+
+
+class VerifierEvaluation(_Strict):
+    """Seed 000 §7: stored under ``diagnosis_run.self_evaluation.verifier_evaluation``."""
+
+    verdict: Verdict
+    groundedness_score: float
+    critical_fact_count: int
+    facts_checked: list[FactChecked]
+    rationale: str
+    round: int
+    traceability_version: Literal["v1"] = "v1"
+    executor_output_parse_status: ExecutorOutputParseStatus
+    executor_structured_output: dict[str, Any] | None
+    tool_trace_summary: list[ToolTraceSummaryItem]
+
+
+# ---------------------------------------------------------------------- retrieval (rag_lookup_v1)
+
+RelevanceLevel = Literal["PRECISE", "REFERENCE", "RELATED", ""]
+AttemptName = Literal["FILTERED_VECTOR", "UNFILTERED_VECTOR"]
+
+
+class RetrievalAttempt(_Strict):
+    name: AttemptName
+    usable: bool
+    duration_ms: int = Field(ge=0)
+    top_similarity: float | None
+    candidate_count: int = Field(ge=0)
+
+
+class L0Hints(_Strict):
+    domains: list[str] = Field(default_factory=list)
+    matched_keywords: list[str] = Field(default_factory=list)
+
+
+class RetrievalDetails(_Strict):
+    """Seed e2e §3.3: ``tool_invocation.retrieval_details`` with ``audit_schema = rag_lookup_v1``."""
+
+    audit_schema: Literal["rag_lookup_v1"] = "rag_lookup_v1"
+    search_mode: Literal["hybrid", "dense", "bm25"]
+    tool_call_id: str
+    status: str
+    invocation_status: str
+    evidence_status: Literal["EVIDENCE_FOUND", "NO_EVIDENCE", "ERROR"]
+    retrieval_evidence_status: str
+    attempts: list[RetrievalAttempt]
+    selected_attempt: AttemptName | None
+    l0_hints: L0Hints
+    sources: list[str]
+    evidence_keys: list[str]
+    evidence_candidate_count: int = Field(ge=0)
+    evidence_block_count: int = Field(ge=0)
+    returned_count: int = Field(ge=0)
+    context_used_chars: int = Field(ge=0)
+    context_char_budget: int = Field(gt=0)
+    agent_result_bytes: int = Field(ge=0)
+    completeness_hint: str
+    truncated: bool
+    relevance_level: RelevanceLevel = ""
+    error_message: str | None = None
+
+
+# --------------------------------------------------------------------------------- release
+
+
+class Conclusion(_Strict):
+    text: str
+    based_on_analysis_ids: list[str] = Field(default_factory=list)
+
+
+class AnalysisItem(_Strict):
+    id: str
+    text: str
+    status: Literal["NORMAL", "WARNING", "CRITICAL"] = "NORMAL"
+    evidence_keys: list[str] = Field(default_factory=list)
+
+
+class Limitations(_Strict):
+    scope: str
+    missing_info: list[str] = Field(default_factory=list)
+
+
+class Report(_Strict):
+    conclusion: Conclusion
+    analysis: list[AnalysisItem]
+    action_plan: list[str] = Field(default_factory=list)
+    recommendations: list[str] = Field(default_factory=list)
+    limitations: Limitations
+
+
+class Reference(_Strict):
+    source_type: Literal["RAG", "LOGS", "METRICS", "SKILL", "TOOL"]
+    source: str
+    scope: str
+    tool_call_id: str | None = None
+    excerpt: str | None = None
+
+
+class DiagnosisReportPayload(_Strict):
+    """Seed e2e §7.1: the payload of a ``content`` event with content_type DIAGNOSIS_REPORT."""
+
+    report: Report
+    references: list[Reference]
+    outcome: Literal["SUCCESS"] = "SUCCESS"
+
+
+FallbackType = Literal["INSUFFICIENT_EVIDENCE", "LOW_CONFIDENCE", "GUARD_FAILED"]
+
+
+class SafeFallbackPayload(_Strict):
+    """The seed's reject / low-confidence templates (seed 000 §8) as structured data plus text."""
+
+    fallback_type: FallbackType
+    text: str
+    confirmed: list[str] = Field(default_factory=list)
+    gaps: list[str] = Field(default_factory=list)
+    next_steps: list[str] = Field(default_factory=list)
+    references: list[Reference] = Field(default_factory=list)
+    outcome: Literal["FALLBACK"] = "FALLBACK"
+
+
+class ChatAnswerPayload(_Strict):
+    text: str
+
+
+# ------------------------------------------------------------------------------ SSE events
+
+StatusCode = Literal["ROUTING", "PLANNING", "DIAGNOSIS_RUNNING", "SAFETY_VALIDATING"]
+ContentType = Literal["DIAGNOSIS_REPORT", "SAFE_FALLBACK", "CHAT_ANSWER"]
+Outcome = Literal["SUCCESS", "FALLBACK", "FAILED"]
+
+
+class MetadataEvent(_Strict):
+    event: Literal["metadata"] = "metadata"
+    session_id: str
+    run_id: str
+
+
+class StatusEvent(_Strict):
+    event: Literal["status"] = "status"
+    code: StatusCode
+    detail: str = ""
+
+
+class ContentEvent(_Strict):
+    event: Literal["content"] = "content"
+    content_type: ContentType
+    payload: DiagnosisReportPayload | SafeFallbackPayload | ChatAnswerPayload
+
+    @model_validator(mode="after")
+    def _payload_matches_type(self) -> ContentEvent:
+        expected = {
+            "DIAGNOSIS_REPORT": DiagnosisReportPayload,
+            "SAFE_FALLBACK": SafeFallbackPayload,
+            "CHAT_ANSWER": ChatAnswerPayload,
+        }[self.content_type]
+        if not isinstance(self.payload, expected):
+            raise ValueError(f"content_type {self.content_type} needs a {expected.__name__} payload")
+        return self
+
+
+class FailureEvent(_Strict):
+    event: Literal["failure"] = "failure"
+    error_code: str
+    message: str
+
+
+class DoneEvent(_Strict):
+    event: Literal["done"] = "done"
+    outcome: Outcome
+
+
+SseEvent = Annotated[
+    MetadataEvent | StatusEvent | ContentEvent | FailureEvent | DoneEvent,
+    Field(discriminator="event"),
+]
+
+
+def event_data(event: BaseModel) -> dict[str, Any]:
+    """The JSON body of an SSE event: every field but the discriminator, which is the SSE name."""
+    return event.model_dump(mode="json", exclude={"event"})

@@ -1,0 +1,1 @@
+"""Hybrid retrieval over the knowledge base (plain Python; no Ray)."""

@@ -1,0 +1,65 @@
+"""Shared fixtures: paths to the shared data, and the audit databases (SQLite and MariaDB)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("RAYDIAG_SHARED", REPO.parent / "shared"))
+MYSQL_ADMIN_URL = os.environ.get("RAYDIAG_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test")
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    assert SHARED.is_dir(), f"../shared is missing at {SHARED}; the tests read the seeds and data from it"
+    return SHARED
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'audit.db'}"
+
+
+@pytest.fixture(scope="session")
+def mysql_server_url() -> str:
+    """The MariaDB server CI starts; a test that needs it fails (never skips) when it is down."""
+    engine = create_engine(MYSQL_ADMIN_URL, connect_args={"connect_timeout": 5})
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except Exception as err:
+        pytest.fail(f"MariaDB/MySQL is not reachable at {MYSQL_ADMIN_URL}: {err}")
+    finally:
+        engine.dispose()
+    return MYSQL_ADMIN_URL
+
+
+@pytest.fixture
+def mysql_url(mysql_server_url: str) -> Iterator[str]:
+    """A fresh database per test, dropped afterwards."""
+    name = f"raydiag_t_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(mysql_server_url)
+    with admin.begin() as conn:
+        conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"))
+    base = mysql_server_url.rsplit("/", 1)[0]
+    try:
+        yield f"{base}/{name}?charset=utf8mb4"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
+        admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "mysql"])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """Both audit backends: SQLite (embedded default) and MariaDB (production tier)."""
+    if request.param == "sqlite":
+        return str(request.getfixturevalue("sqlite_url"))
+    request.applymarker(pytest.mark.mysql)
+    return str(request.getfixturevalue("mysql_url"))

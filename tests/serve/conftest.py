@@ -1,0 +1,71 @@
+"""One Ray cluster and one Serve application for the whole session, on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import REPO
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def serve_app() -> Iterator[dict[str, str]]:
+    import ray
+    from ray import serve
+
+    from deployments.app import build_app
+    from deployments.config import parse_config
+    from deployments.runtime import ray_env
+
+    work = Path(tempfile.mkdtemp(prefix="raydiag-serve-"))
+    port = _free_port()
+    cfg = parse_config(
+        {
+            "server": {"host": "127.0.0.1", "port": port},
+            "ray": {"num_cpus": 2, "auth_mode": "disabled", "temp_dir": str(work / "ray")},
+            "ingress": {"max_ongoing_requests": 64, "num_cpus": 0.5},
+            "audit": {
+                "db_url": f"sqlite:///{work / 'audit.db'}",
+                "spill_path": str(work / "spill.jsonl"),
+                "flush_interval_s": 0.05,
+            },
+        },
+        "serve-test",
+        env={},
+    )
+    ray_env(cfg)
+    # Ray's temp dir must be short (unix socket paths) and private to this session.
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _temp_dir=str(work / "ray"),
+        _node_ip_address="127.0.0.1",
+        runtime_env={"env_vars": {"PYTHONPATH": str(REPO), "RAY_AUTH_MODE": "disabled"}},
+    )
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    serve.run(build_app(cfg, pipeline_cls="tests.fakes.slow_pipeline:SlowPipeline"), name="raydiag", route_prefix="/")
+    base = f"http://127.0.0.1:{port}"
+    try:
+        yield {"base": base, "db_url": cfg.audit.db_url}
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+        os.environ.pop("RAY_AUTH_MODE", None)
+
+
+@pytest.fixture
+async def client(serve_app: dict[str, str]) -> httpx.AsyncClient:
+    async with httpx.AsyncClient(base_url=serve_app["base"], timeout=60) as c:
+        yield c  # type: ignore[misc]
