@@ -58,8 +58,9 @@ class TraceReader:
                 stmt = stmt.order_by(DiagnosisRun.created_at.desc()).limit(1)
             row = conn.execute(stmt).first()
         if row is None:
-            what = f"run {run_id}" if run_id else "any run"
-            raise TraceNotFound(f"no {what} in session {session_id}")
+            if run_id:
+                raise TraceNotFound(f"no run {run_id} in session {session_id}")
+            raise TraceNotFound(f"session {session_id} has no runs")
         run = DiagnosisRun(**row._mapping)
         return run
 

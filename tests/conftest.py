@@ -63,3 +63,21 @@ def db_url(request: pytest.FixtureRequest) -> str:
         return str(request.getfixturevalue("sqlite_url"))
     request.applymarker(pytest.mark.mysql)
     return str(request.getfixturevalue("mysql_url"))
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``gpu`` tests run where a CUDA device exists (the lent GPU machine) and are skipped elsewhere."""
+    if _cuda_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (run on the GPU machine)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from audit.db import make_engine
+from audit.migrate import upgrade
+from audit.store import AuditStore
+from deployments.cli import main
+from tests.audit.run_script import seed_run
+
+
+def test_trace_prints_a_readable_timeline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"audit:\n  db_url: {url}\n")
+    upgrade(url)
+    engine = make_engine(url)
+    AuditStore(engine).write_batch(seed_run(run_id="run-x", session_id="sess-x").records)
+    engine.dispose()
+    assert main(["--config", str(cfg), "trace", "run-x"]) == 0
+    out = capsys.readouterr().out
+    assert "run run-x  session sess-x  status SUCCEEDED" in out
+    assert out.count("MODEL_TOKEN_USAGE") == 4 and "RUN_FINISHED" in out
+    assert "tokens_reconciled=True" in out
+    assert main(["--config", str(cfg), "trace", "missing"]) == 1
+
+
+def test_bad_config_exits_with_a_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("audit:\n  nope: 1\n")
+    assert main(["--config", str(cfg), "check-config"]) == 2
+    assert "audit.nope" in capsys.readouterr().err
+
+
+def test_db_upgrade_command(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"audit:\n  db_url: sqlite:///{tmp_path / 'b.db'}\n")
+    assert main(["--config", str(cfg), "db", "upgrade"]) == 0
+    assert (tmp_path / "b.db").exists()
