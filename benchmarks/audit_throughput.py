@@ -1,9 +1,9 @@
 """Audit throughput into MariaDB: events/s sustained, producer hand-off p99, lost and duplicated.
 
 Producers are concurrent simulated runs driving the real ``RunRecorder`` (the seed's one-lookup run
-shape, 19 records each); records go through the ingress-side ``BufferedAuditSink`` into the real
-``AuditWriter`` and ``AuditStore`` on MariaDB, in one process (the Ray hop between the two is measured
-by the serve benchmarks). The hand-off time is what a producer spends in ``emit``.
+shape from ``tests/audit/run_script.py``, 21 records each); records go through the ingress-side
+``BufferedAuditSink`` into the real ``AuditWriter`` and ``AuditStore`` on MariaDB, in one process.
+The hand-off time is what a producer spends building a record and emitting it.
 
     python benchmarks/audit_throughput.py [--runs 2000] [--concurrency 50] [--db-url URL]
 """
@@ -34,7 +34,8 @@ from audit.settings import AuditSettings  # noqa: E402
 from audit.store import AuditStore  # noqa: E402
 from audit.writer import AuditWriter  # noqa: E402
 from deployments.audit_client import BufferedAuditSink  # noqa: E402
-from harness.recorder import RunRecorder, Usage  # noqa: E402
+from harness.recorder import RunRecorder  # noqa: E402
+from tests.audit.run_script import seed_run  # noqa: E402
 
 ADMIN_URL = "mysql+pymysql://root@127.0.0.1:3306/test"
 
@@ -52,50 +53,8 @@ class TimedRecorder(RunRecorder):
 
 
 async def one_run(sink: BufferedAuditSink, i: int) -> None:
-    rec = TimedRecorder(sink, f"bench-{i % 97}", f"bench-run-{i}", "MySQL connection pool exhausted HikariCP")
-    rec.start()
-    rec.model_usage("ROUTING", "INTENT_ROUTER", 1, Usage(323, 583))
-    rec.timeline("ROUTING", "ROUTING_ATTEMPT")
-    rec.timeline("ROUTING", "ROUTING_DECISION", "DIAGNOSIS", intent="DIAGNOSIS")
-    await asyncio.sleep(0)
-    s0 = rec.begin_step()
-    rec.model_usage("AGENT", "DIAGNOSIS_AGENT", 1, Usage(2554, 103))
-    rec.agent_step(
-        s0,
-        message_roles=["system", "user"],
-        tool_names=["lookup_knowledge"],
-        assistant_text="",
-        reasoning_text=None,
-        duration_ms=1454,
-        usage=Usage(2554, 103),
-    )
-    rec.tool_invocation(
-        tool_call_id=f"call-{i}",
-        tool_name="lookup_knowledge",
-        request={"query": "HikariCP pool"},
-        status="success",
-        output_preview="level=PRECISE",
-        output_length=3212,
-        duration_ms=40,
-    )
-    await asyncio.sleep(0)
-    s1 = rec.begin_step()
-    rec.model_usage("AGENT", "DIAGNOSIS_AGENT", 2, Usage(3580, 1123))
-    rec.agent_step(
-        s1,
-        message_roles=["system", "user", "assistant", "tool"],
-        tool_names=[],
-        assistant_text="{...}",
-        reasoning_text="pool at max",
-        duration_ms=8196,
-        usage=Usage(3580, 1123),
-    )
-    rec.timeline("EVIDENCE", "EVIDENCE_GUARD_INITIAL", "PASSED")
-    rec.model_usage("SEMANTIC", "SEMANTIC_GUARD", 1, Usage(4141, 829))
-    rec.timeline("SEMANTIC", "SEMANTIC_GUARD_ATTEMPT")
-    rec.timeline("SEMANTIC", "SEMANTIC_GUARD_DECISION", "PASS")
-    rec.timeline("RELEASE", "RELEASE_DECISION", "SUCCESS")
-    rec.finish("SUCCEEDED", release_outcome="SUCCESS", content_type="DIAGNOSIS_REPORT", answer="ok")
+    seed_run(run_id=f"bench-run-{i}", session_id=f"bench-{i % 97}", sink=sink, recorder_cls=TimedRecorder)
+    await asyncio.sleep(0)  # interleave producers as concurrent runs do
 
 
 def count(engine: Any, model: Any) -> int:

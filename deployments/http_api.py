@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -25,7 +25,7 @@ from harness.contracts import ChatRequest, SseEvent
 
 log = logging.getLogger(__name__)
 
-SESSION_PATTERN = r"^[A-Za-z0-9_.:\-]{1,64}$"
+BodyT = TypeVar("BodyT", bound=BaseModel)
 
 
 class AuditBackend(Protocol):
@@ -105,6 +105,15 @@ def create_api(
         except (ValueError, UnicodeDecodeError):
             return error(400, "INVALID_JSON", "the body is not valid JSON")
 
+    async def parse_body(request: Request, model: type[BodyT]) -> BodyT | JSONResponse:
+        data = await read_json(request)
+        if isinstance(data, JSONResponse):
+            return data
+        try:
+            return model.model_validate(data)
+        except ValidationError as err:
+            return error(422, "INVALID_REQUEST", _validation_message(err))
+
     @app.post(
         "/api/chat",
         summary="Ask a question; the answer streams as Server-Sent Events",
@@ -124,13 +133,9 @@ def create_api(
         },
     )
     async def chat(request: Request) -> Any:
-        data = await read_json(request)
-        if isinstance(data, JSONResponse):
-            return data
-        try:
-            req = ChatRequest.model_validate(data)
-        except ValidationError as err:
-            return error(422, "INVALID_REQUEST", _validation_message(err))
+        req = await parse_body(request, ChatRequest)
+        if isinstance(req, JSONResponse):
+            return req
 
         async def stream() -> AsyncIterator[bytes]:
             n = 0
@@ -178,13 +183,9 @@ def create_api(
         },
     )
     async def feedback(sessionId: str, request: Request) -> JSONResponse:
-        data = await read_json(request)
-        if isinstance(data, JSONResponse):
-            return data
-        try:
-            fb = FeedbackRequest.model_validate(data)
-        except ValidationError as err:
-            return error(422, "INVALID_REQUEST", _validation_message(err))
+        fb = await parse_body(request, FeedbackRequest)
+        if isinstance(fb, JSONResponse):
+            return fb
         await flush_audit()
         if not await audit.run_exists(sessionId, fb.runId, None):
             return error(404, "NOT_FOUND", f"no run {fb.runId} in session {sessionId}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from harness.protocols import AuditSink
 from harness.recorder import RunRecorder, Usage
 from tests.fakes.sinks import ListSink
 
@@ -18,9 +19,12 @@ def seed_run(
     session_id: str = "e2e-rag-success",
     drop_usage_of: str | None = None,
     request: dict | None = None,  # type: ignore[type-arg]
+    sink: AuditSink | None = None,
+    recorder_cls: type[RunRecorder] = RunRecorder,
 ) -> ListSink:
-    sink = ListSink()
-    rec = RunRecorder(sink, session_id, run_id, "MySQL connection pool exhausted HikariCP diagnosis")
+    """Emit the run into ``sink`` (a new ``ListSink`` by default) and return the ListSink used."""
+    sink = sink if sink is not None else ListSink()
+    rec = recorder_cls(sink, session_id, run_id, "MySQL connection pool exhausted HikariCP diagnosis")
     rec.start()
 
     def usage(name: str) -> Usage | None:
@@ -82,4 +86,4 @@ def seed_run(
         conclusion="pool exhausted",
         self_evaluation={"verifier_evaluation": {"verdict": "PASS", "round": 1}},
     )
-    return sink
+    return sink  # type: ignore[return-value]
