@@ -4,17 +4,18 @@ Every caller (the HTTP ingress, the CLI, tests) drains this generator; there is 
 the loop. The generator always ends with exactly one ``done`` event unless it is cancelled, and a
 cancelled run is recorded as ABORTED before the cancellation propagates.
 
-Walking-skeleton stage: until the LLM and harness issues land, routing, planning, execution and
-verification are not wired in, so a run answers with a CHAT_ANSWER saying so (no model is called).
-The run lifecycle, audit trail and event framing around it are the real ones.
+router → planner → executor ⇄ tools → evidence guard → verifier → [LOW_CONFID and round < max:
+retry_context → executor again] → release. Without a configured model (the LLM deployment is not
+part of every profile yet) a run answers with a CHAT_ANSWER saying so and calls no model.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
+import time
 import uuid
 from collections.abc import AsyncGenerator, Callable
+from typing import Any
 
 from harness.contracts import (
     ChatAnswerPayload,
@@ -23,28 +24,36 @@ from harness.contracts import (
     DoneEvent,
     FailureEvent,
     MetadataEvent,
+    RetryContext,
     SseEvent,
     StatusEvent,
+    VerifierEvaluation,
+    VerifierOutput,
 )
+from harness.history import SessionHistory
+from harness.model import ChatModel
+from harness.prompts import language_of
 from harness.protocols import AuditSink
 from harness.recorder import RunRecorder
 from harness.settings import HarnessSettings
+from harness.stages import evidence_guard
+from harness.stages.base import RunContext, StageError
+from harness.stages.executor import ExecutorOutcome, execute
+from harness.stages.planner import plan
+from harness.stages.release import Release, fallback, report
+from harness.stages.router import route
+from harness.stages.verifier import missing_facts, retry_context, verifier_input, verify
+from harness.tools.base import Tool, ToolBoundary
 
 log = logging.getLogger(__name__)
 
 SKELETON_ANSWER = (
-    "raydiag received your question, but the diagnosis stages (router, planner, executor, "
-    "verifier) are not wired into this build yet, so no model was called and no diagnosis was made."
+    "raydiag received your question, but no model is configured in this profile, so no diagnosis was "
+    "made. Configure the llm section (see README) to enable the diagnosis stages."
 )
+DEFAULT_DOMAINS = "database, jvm, kubernetes, network, disk, cache, message-queue, payment, api-latency"
 
-
-class StageError(Exception):
-    """A real failure of a stage; becomes a ``failure`` event with this code."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+__all__ = ["DiagnosisPipeline", "StageError"]
 
 
 def new_run_id() -> str:
@@ -56,10 +65,20 @@ class DiagnosisPipeline:
         self,
         sink: AuditSink,
         settings: HarnessSettings | None = None,
+        model: ChatModel | None = None,
+        tools: Callable[[], list[Tool]] | None = None,
+        skill_catalog: dict[str, str] | None = None,
+        domains: str = DEFAULT_DOMAINS,
+        history: SessionHistory | None = None,
         run_id_factory: Callable[[], str] = new_run_id,
     ) -> None:
         self.sink = sink
         self.settings = settings or HarnessSettings()
+        self.model = model
+        self.tools = tools or (lambda: [])
+        self.skill_catalog = skill_catalog or {}
+        self.domains = domains
+        self.history = history or SessionHistory()
         self.run_id_factory = run_id_factory
 
     async def run(self, request: ChatRequest, tenant_id: str | None = None) -> AsyncGenerator[SseEvent, None]:
@@ -68,24 +87,167 @@ class DiagnosisPipeline:
         rec.start()
         try:
             yield MetadataEvent(session_id=request.Id, run_id=run_id)
-            yield StatusEvent(code="ROUTING", detail="routing the question")
-            rec.timeline("ROUTING", "ROUTING_ATTEMPT", None, router="none")
-            rec.timeline("ROUTING", "ROUTING_DECISION", "SKELETON", intent=None, reason="no model configured")
-            payload = ChatAnswerPayload(text=SKELETON_ANSWER)
+            if self.model is None:
+                async for event in self._without_model(rec):
+                    yield event
+                return
+            ctx = RunContext(
+                question=request.Question,
+                lang=language_of(request.Question),
+                model=self.model,
+                recorder=rec,
+                settings=self.settings,
+                boundary=ToolBoundary(self.tools(), timeout_s=self.settings.stage_timeout_s),
+                history=self.history.get(request.Id),
+            )
+            async for event in self._diagnose(ctx, request.Id):
+                yield event
+        except (GeneratorExit, BaseException) as err:
+            if isinstance(err, StageError):
+                log.warning("run %s failed in a stage: %s", run_id, err.code)
+                rec.finish("FAILED", release_outcome="FAILED", error_code=err.code, error_message=err.message)
+                yield FailureEvent(error_code=err.code, message=err.message)
+                yield DoneEvent(outcome="FAILED")
+            elif isinstance(err, Exception):
+                log.exception("run %s failed", run_id)
+                rec.finish("FAILED", release_outcome="FAILED", error_code="INTERNAL", error_message=str(err))
+                yield FailureEvent(error_code="INTERNAL", message="the diagnosis failed; see the run's trace")
+                yield DoneEvent(outcome="FAILED")
+            else:  # cancelled, or the client went away and the stream was closed
+                rec.finish("ABORTED", error_code="CLIENT_DISCONNECTED", error_message="the client went away")
+                raise
+
+    async def _without_model(self, rec: RunRecorder) -> AsyncGenerator[SseEvent, None]:
+        yield StatusEvent(code="ROUTING", detail="routing the question")
+        rec.timeline("ROUTING", "ROUTING_ATTEMPT", None, router="none")
+        rec.timeline("ROUTING", "ROUTING_DECISION", "NO_MODEL", intent=None, reason="no model configured")
+        rec.timeline("RELEASE", "RELEASE_DECISION", "SUCCESS", content_type="CHAT_ANSWER")
+        yield ContentEvent(content_type="CHAT_ANSWER", payload=ChatAnswerPayload(text=SKELETON_ANSWER))
+        rec.finish("SUCCEEDED", release_outcome="SUCCESS", content_type="CHAT_ANSWER", answer=SKELETON_ANSWER)
+        yield DoneEvent(outcome="SUCCESS")
+
+    def _check_deadline(self, ctx: RunContext) -> None:
+        if time.time() - ctx.recorder.started_at > self.settings.run_timeout_s:
+            raise StageError("RUN_TIMEOUT", f"the run took longer than {self.settings.run_timeout_s:.0f}s")
+
+    async def _diagnose(self, ctx: RunContext, session_id: str) -> AsyncGenerator[SseEvent, None]:
+        rec = ctx.recorder
+        yield StatusEvent(code="ROUTING", detail="routing the question")
+        decision = await route(ctx)
+        if decision.intent != "DIAGNOSIS":
+            text = decision.answer.strip() or decision.reason or "OK"
             rec.timeline("RELEASE", "RELEASE_DECISION", "SUCCESS", content_type="CHAT_ANSWER")
-            yield ContentEvent(content_type="CHAT_ANSWER", payload=payload)
-            rec.finish("SUCCEEDED", release_outcome="SUCCESS", content_type="CHAT_ANSWER", answer=payload.text)
+            yield ContentEvent(content_type="CHAT_ANSWER", payload=ChatAnswerPayload(text=text))
+            rec.finish(
+                "SUCCEEDED", intent=decision.intent, release_outcome="SUCCESS", content_type="CHAT_ANSWER", answer=text
+            )
+            self.history.add(session_id, ctx.question, text)
             yield DoneEvent(outcome="SUCCESS")
-        except (asyncio.CancelledError, GeneratorExit):
-            rec.finish("ABORTED", error_code="CLIENT_DISCONNECTED", error_message="the client went away")
-            raise
-        except StageError as err:
-            log.warning("run %s failed in a stage: %s", run_id, err.code)
-            rec.finish("FAILED", release_outcome="FAILED", error_code=err.code, error_message=err.message)
-            yield FailureEvent(error_code=err.code, message=err.message)
-            yield DoneEvent(outcome="FAILED")
-        except Exception as err:
-            log.exception("run %s failed", run_id)
-            rec.finish("FAILED", release_outcome="FAILED", error_code="INTERNAL", error_message=str(err))
-            yield FailureEvent(error_code="INTERNAL", message="the diagnosis failed; see the run's trace")
-            yield DoneEvent(outcome="FAILED")
+            return
+
+        self._check_deadline(ctx)
+        yield StatusEvent(code="PLANNING", detail="planning the diagnosis")
+        planner_plan = await plan(ctx, self.domains, self.skill_catalog, None)
+
+        retry: RetryContext | None = None
+        release: Release | None = None
+        evaluation: dict[str, Any] = {}
+        for round_no in range(1, self.settings.max_rounds + 1):
+            self._check_deadline(ctx)
+            yield StatusEvent(code="DIAGNOSIS_RUNNING", detail=f"gathering evidence (round {round_no})")
+            outcome: ExecutorOutcome | None = None
+            async for item in execute(ctx, planner_plan, retry):
+                if isinstance(item, ExecutorOutcome):
+                    outcome = item
+                else:
+                    yield item
+            assert outcome is not None
+            guard_event = "EVIDENCE_GUARD_INITIAL" if round_no == 1 else "EVIDENCE_GUARD_RETRY"
+            if outcome.evidence is None:
+                guard = evidence_guard.GuardResult(
+                    passed=False,
+                    violations=[{"claim_id": "", "problem": f"executor output {outcome.parse_status.status}"}],
+                )
+            else:
+                guard = evidence_guard.check(outcome.evidence, ctx.boundary.ledger, "drop")
+            rec.timeline(
+                "EVIDENCE", guard_event, "PASSED" if guard.passed else "FAILED", round=round_no, **guard.details()
+            )
+            evaluation = {
+                "evidence_guard": guard.details(),
+                "executor_output_parse_status": outcome.parse_status.model_dump(),
+            }
+            if not guard.passed or guard.kept is None:
+                release = fallback(
+                    "INSUFFICIENT_EVIDENCE",
+                    ctx.lang,
+                    outcome.evidence,
+                    None,
+                    [v["problem"] for v in guard.violations],
+                    ctx.boundary.ledger,
+                )
+                break
+            kept = ExecutorOutcome(outcome.raw_text, guard.kept, outcome.parse_status)
+            yield StatusEvent(code="SAFETY_VALIDATING", detail=f"verifying the draft (round {round_no})")
+            payload = verifier_input(ctx, kept, retry)
+            verdict = await verify(ctx, payload, round_no)
+            evaluation["verifier_evaluation"] = self._evaluation(verdict, round_no, payload.model_dump())
+            if verdict.verdict == "PASS":
+                release = report(guard.kept, ctx.boundary.ledger, ctx.lang)
+                break
+            if verdict.verdict == "REJECT":
+                release = fallback(
+                    "INSUFFICIENT_EVIDENCE",
+                    ctx.lang,
+                    guard.kept,
+                    verdict,
+                    missing_facts(verdict.facts_checked) or [verdict.rationale],
+                    ctx.boundary.ledger,
+                )
+                break
+            if round_no < self.settings.max_rounds:
+                retry = retry_context(verdict, round_no, ctx.lang)
+                rec.timeline("RETRY", "RETRY_SCHEDULED", None, **retry.model_dump())
+                continue
+            release = fallback(
+                "LOW_CONFIDENCE",
+                ctx.lang,
+                guard.kept,
+                verdict,
+                missing_facts(verdict.facts_checked) or [verdict.rationale],
+                ctx.boundary.ledger,
+            )
+        assert release is not None
+        rec.timeline(
+            "RELEASE",
+            "RELEASE_DECISION",
+            release.outcome,
+            content_type=release.content_type,
+            release_outcome=release.outcome,
+        )
+        yield ContentEvent(content_type=release.content_type, payload=release.payload)
+        rec.finish(
+            "SUCCEEDED" if release.outcome == "SUCCESS" else "FALLBACK",
+            intent="DIAGNOSIS",
+            release_outcome=release.outcome,
+            content_type=release.content_type,
+            answer=release.answer,
+            conclusion=release.conclusion,
+            self_evaluation=evaluation,
+        )
+        self.history.add(session_id, ctx.question, release.answer)
+        yield DoneEvent(outcome=release.outcome)
+
+    @staticmethod
+    def _evaluation(verdict: VerifierOutput, round_no: int, payload: dict[str, Any]) -> dict[str, Any]:
+        return VerifierEvaluation(
+            verdict=verdict.verdict,
+            groundedness_score=verdict.groundedness_score,
+            critical_fact_count=verdict.critical_fact_count,
+            facts_checked=verdict.facts_checked,
+            rationale=verdict.rationale,
+            round=round_no,
+            executor_output_parse_status=payload["executor_output_parse_status"],
+            executor_structured_output=payload["executor_structured_output"],
+            tool_trace_summary=payload["tool_trace_summary"],
+        ).model_dump()

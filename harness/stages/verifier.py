@@ -1,0 +1,146 @@
+"""Verifier: a second model checks the draft against an evidence index built from real tool calls
+(seed 000 §4), and the retry context for one more round of evidence gathering (§6)."""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+
+from pydantic import ValidationError
+
+from harness.contracts import (
+    FactChecked,
+    RetryContext,
+    ToolTraceSummaryItem,
+    VerifierInput,
+    VerifierOutput,
+)
+from harness.model import Message
+from harness.prompts import prompt
+from harness.stages.base import RunContext, call_model, extract_json
+from harness.stages.evidence_guard import evidence_text
+from harness.stages.executor import ExecutorOutcome
+from harness.tools.base import LedgerEntry
+
+EVIDENCE_TOOLS = ("lookup_knowledge", "query_logs", "query_metrics", "read_skill")
+VERIFIER_SCHEMA = VerifierOutput.model_json_schema()
+
+
+def tool_trace_summary(ledger: dict[str, LedgerEntry], output_chars: int = 400) -> list[ToolTraceSummaryItem]:
+    """One entry per evidence tool, aggregating its invocations (seed 000 §4.2)."""
+    groups: OrderedDict[str, list[LedgerEntry]] = OrderedDict()
+    for entry in ledger.values():
+        if entry.tool_name in EVIDENCE_TOOLS:
+            groups.setdefault(entry.tool_name, []).append(entry)
+    items = []
+    for n, (tool, entries) in enumerate(groups.items(), 1):
+        ok = [e for e in entries if e.result.status == "success"]
+        details = [e.result.retrieval.get("retrieval_details") or {} for e in entries]
+        domains = [d for det in details for d in (det.get("l0_hints") or {}).get("domains", [])]
+        queries = [str(e.args.get("query") or e.args.get("metric") or e.args.get("name") or "") for e in entries]
+        items.append(
+            ToolTraceSummaryItem(
+                trace_ref=f"trace-{n}",
+                tool_name=tool,
+                success=bool(ok),
+                input_summary="; ".join(
+                    ", ".join(f"{k}={v}" for k, v in e.args.items() if isinstance(v, str | int | float))
+                    for e in entries
+                )[:300],
+                output_summary=" | ".join(evidence_text(e)[: output_chars // max(1, len(ok))] for e in ok)[
+                    :output_chars
+                ],
+                evidence_level="direct" if ok else "none",
+                topic_domain=domains[0] if domains else "general",
+                source_invocation_ids=[e.tool_call_id for e in entries],
+                invocation_count=len(entries),
+                failed_invocation_count=sum(e.result.status == "error" for e in entries),
+                no_hit_invocation_count=sum(e.result.status == "no_data" for e in entries),
+                query_samples=[q for q in queries if q][:3],
+                retrieval_layers=sorted(
+                    {
+                        str(e.result.retrieval["retrieval_layer"])
+                        for e in entries
+                        if e.result.retrieval.get("retrieval_layer")
+                    }
+                ),
+                relevance_levels=sorted(
+                    {
+                        str(e.result.retrieval["relevance_level"])
+                        for e in entries
+                        if e.result.retrieval.get("relevance_level")
+                    }
+                ),
+                source_documents=sorted({s for det in details for s in det.get("sources", [])})[:10],
+            )
+        )
+    return items
+
+
+def verifier_input(ctx: RunContext, outcome: ExecutorOutcome, retry: RetryContext | None) -> VerifierInput:
+    return VerifierInput(
+        original_query=ctx.question,
+        executor_final_answer=outcome.raw_text,
+        executor_structured_output=outcome.evidence.model_dump() if outcome.evidence else None,
+        executor_output_parse_status=outcome.parse_status,
+        tool_trace_summary=tool_trace_summary(ctx.boundary.ledger),
+        retry_context=retry,
+    )
+
+
+async def verify(ctx: RunContext, payload: VerifierInput, round_no: int) -> VerifierOutput:
+    # The raw answer duplicates the parsed one when parsing succeeded; send it only when it did not.
+    body = payload.model_dump(exclude={"executor_final_answer"} if payload.executor_structured_output else set())
+    messages = [
+        Message("system", prompt("verifier", ctx.lang)),
+        Message("user", json.dumps(body, ensure_ascii=False)),
+    ]
+    response, _ = await call_model(
+        ctx,
+        phase="SEMANTIC",
+        component="SEMANTIC_GUARD",
+        stage="verifier",
+        messages=messages,
+        json_schema=VERIFIER_SCHEMA,
+    )
+    ctx.recorder.timeline("SEMANTIC", "SEMANTIC_GUARD_ATTEMPT", None, round=round_no)
+    try:
+        output = VerifierOutput.model_validate(extract_json(response.text))
+    except (ValueError, ValidationError) as err:
+        output = VerifierOutput(
+            verdict="REJECT",
+            groundedness_score=0.0,
+            critical_fact_count=0,
+            facts_checked=[],
+            rationale=f"the verifier's answer was unusable: {str(err)[:200]}",
+        )
+    # critical_fact_count is defined by facts_checked (seed 000 §4.3), not by what the model says.
+    output.critical_fact_count = sum(f.is_critical for f in output.facts_checked)
+    ctx.recorder.timeline(
+        "SEMANTIC",
+        "SEMANTIC_GUARD_DECISION",
+        output.verdict,
+        verdict=output.verdict,
+        round=round_no,
+        groundedness_score=output.groundedness_score,
+        critical_fact_count=output.critical_fact_count,
+    )
+    return output
+
+
+def missing_facts(facts: list[FactChecked]) -> list[str]:
+    return [
+        f"{f.fact}: {f.detail or f.verification}"
+        for f in facts
+        if f.is_critical and f.verification in ("no_evidence", "indirect_support")
+    ]
+
+
+def retry_context(output: VerifierOutput, round_no: int, lang: str) -> RetryContext:
+    instruction = (
+        "仅补充以上断言相关证据，不要重复已完成检索"
+        if lang == "zh"
+        else "Gather evidence for the facts above only; do not repeat lookups already done."
+    )
+    facts = missing_facts(output.facts_checked) or [output.rationale]
+    return RetryContext(round=round_no, missing_evidence_facts=facts, instruction=instruction)

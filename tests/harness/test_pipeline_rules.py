@@ -1,0 +1,99 @@
+"""Pipeline behaviour beyond the recorded cases: history, budgets, model failures."""
+
+from __future__ import annotations
+
+from harness.contracts import ChatRequest, ContentEvent, FailureEvent
+from harness.model import ModelRequest, ModelResponse, ToolCall
+from harness.pipeline import DiagnosisPipeline
+from harness.recorder import Usage
+from harness.settings import HarnessSettings
+from tests.fakes.scripted_model import ScriptedModel
+from tests.fakes.sinks import ListSink
+
+CHAT = {"intent": "CHITCHAT", "reason": "greeting", "answer": "Hello from raydiag."}
+
+
+async def _run(pipeline: DiagnosisPipeline, question: str, session: str = "s") -> list:  # type: ignore[type-arg]
+    return [e async for e in pipeline.run(ChatRequest(Id=session, Question=question))]
+
+
+async def test_follow_up_questions_see_the_session_history() -> None:
+    model = ScriptedModel({"router": [CHAT, CHAT, CHAT]})
+    pipeline = DiagnosisPipeline(ListSink(), model=model)
+    await _run(pipeline, "first question")
+    await _run(pipeline, "second question")
+    await _run(pipeline, "other session", session="t")
+    # The router sees only the question; history goes to the planner and executor, so check the store.
+    assert pipeline.history.get("s") == [
+        ("first question", "Hello from raydiag."),
+        ("second question", "Hello from raydiag."),
+    ]
+    assert pipeline.history.get("t") == [("other session", "Hello from raydiag.")]
+
+
+async def test_history_reaches_the_planner_within_its_budget() -> None:
+    seen: list[ModelRequest] = []
+
+    def fn(req: ModelRequest) -> ModelResponse:
+        seen.append(req)
+        if req.stage == "router":
+            return ModelResponse('{"intent": "DIAGNOSIS", "reason": "r", "answer": ""}', usage=Usage(1, 1))
+        if req.stage == "planner":
+            return ModelResponse('{"selection_reason": "x", "plan": ["p"], "reasoning": "r"}', usage=Usage(1, 1))
+        return ModelResponse("not json", usage=Usage(1, 1))
+
+    pipeline = DiagnosisPipeline(
+        ListSink(), model=ScriptedModel(fn=fn), settings=HarnessSettings(history_token_budget=50)
+    )
+    pipeline.history.add("s", "old " * 500, "long answer")  # over the budget: left out
+    pipeline.history.add("s", "what broke yesterday?", "the cache")
+    await _run(pipeline, "and today?")
+    planner = next(r for r in seen if r.stage == "planner")
+    contents = [m.content for m in planner.messages]
+    assert "what broke yesterday?" in contents and "the cache" in contents
+    assert not any(c.startswith("old old") for c in contents)
+
+
+async def test_the_tool_loop_is_bounded() -> None:
+    calls = 0
+
+    def fn(req: ModelRequest) -> ModelResponse:
+        nonlocal calls
+        if req.stage == "router":
+            return ModelResponse('{"intent": "DIAGNOSIS", "reason": "r", "answer": ""}', usage=Usage(1, 1))
+        if req.stage == "planner":
+            return ModelResponse('{"selection_reason": "x", "plan": ["p"], "reasoning": "r"}', usage=Usage(1, 1))
+        calls += 1
+        if req.tools:  # a model that never stops calling tools while it may
+            return ModelResponse("", tool_calls=[ToolCall("", "current_time", {})], usage=Usage(1, 1))
+        return ModelResponse("still no JSON", usage=Usage(1, 1))
+
+    from harness.tools.current_time import CurrentTimeTool
+
+    settings = HarnessSettings(max_tool_steps=3)
+    pipeline = DiagnosisPipeline(
+        ListSink(), model=ScriptedModel(fn=fn), settings=settings, tools=lambda: [CurrentTimeTool()]
+    )
+    events = await _run(pipeline, "loop forever")
+    assert calls == 3
+    content = next(e for e in events if isinstance(e, ContentEvent))
+    assert content.content_type == "SAFE_FALLBACK" and events[-1].outcome == "FALLBACK"
+
+
+async def test_a_model_failure_ends_with_failure_and_done() -> None:
+    model = ScriptedModel({"router": [{"error": "UNAVAILABLE", "message": "engine not started"}]})
+    sink = ListSink()
+    events = await _run(DiagnosisPipeline(sink, model=model), "q")
+    assert [e.event for e in events] == ["metadata", "status", "failure", "done"]
+    failure = next(e for e in events if isinstance(e, FailureEvent))
+    assert failure.error_code == "MODEL_UNAVAILABLE" and events[-1].outcome == "FAILED"
+    finished = [r for r in sink.records if r.kind == "run_finished"]
+    assert finished[0].data["status"] == "FAILED" and finished[0].data["error_code"] == "MODEL_UNAVAILABLE"
+
+
+async def test_missing_usage_is_not_reconciled() -> None:
+    model = ScriptedModel({"router": [CHAT]}, usage=False)
+    sink = ListSink()
+    await _run(DiagnosisPipeline(sink, model=model), "hi")
+    finished = next(r for r in sink.records if r.kind == "run_finished")
+    assert finished.data["usage_unavailable_count"] == 1 and finished.data["tokens_reconciled"] is False
