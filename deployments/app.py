@@ -7,11 +7,12 @@ from typing import Any
 from ray.serve import Application
 
 from deployments.audit_actor import AuditWriterDeployment
-from deployments.config import AppConfig, load_config
+from deployments.config import AppConfig, load_config, resolve_paths
 from deployments.ingress import Ingress
 
 
 def build_app(cfg: AppConfig, pipeline_cls: str = "harness.pipeline:DiagnosisPipeline") -> Application:
+    cfg = resolve_paths(cfg)
     audit = AuditWriterDeployment.options(  # type: ignore[attr-defined]
         max_ongoing_requests=cfg.audit_deployment.max_ongoing_requests,
         ray_actor_options={"num_cpus": cfg.audit_deployment.num_cpus},

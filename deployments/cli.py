@@ -100,6 +100,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     import httpx
 
     from deployments.sse import parse
+    from harness.render import render_content
 
     cfg = load_config(args.config)
     url = args.url or f"http://{cfg.server.host}:{cfg.server.port}"
@@ -121,8 +122,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
                     elif name == "status":
                         print(f"… {data['code']} {data.get('detail', '')}")
                     elif name == "content":
-                        print(f"\n[{data['content_type']}]")
-                        print(json.dumps(data["payload"], ensure_ascii=False, indent=2))
+                        print("\n" + render_content(data["content_type"], data["payload"]))
                     elif name == "failure":
                         print(f"\nFAILED {data['error_code']}: {data['message']}")
                     elif name == "done":

@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from audit.settings import AuditSettings
-from harness.settings import HarnessSettings
+from harness.settings import HarnessSettings, TelemetrySettings
 from rag.settings import SearchSettings
 
 DEFAULT_CONFIG = Path("configs/serve.local.yaml")
@@ -74,6 +74,9 @@ class AppConfig(_Section):
     )
     search: SearchSettings = Field(default_factory=SearchSettings, description="Milvus hybrid search.")
     harness: HarnessSettings = Field(default_factory=HarnessSettings, description="Pipeline budgets.")
+    telemetry: TelemetrySettings = Field(
+        default_factory=TelemetrySettings, description="Where query_logs and query_metrics read."
+    )
 
 
 # Environment variable -> dotted path in the config tree.
@@ -118,6 +121,25 @@ def parse_config(data: Any, source: str, env: Mapping[str, str] | None = None) -
         return AppConfig.model_validate(data)
     except ValidationError as err:
         raise ConfigError(_format_errors(source, err)) from err
+
+
+def _abs(path: str, base: Path) -> str:
+    p = Path(path)
+    return str(p if p.is_absolute() else (base / p).resolve())
+
+
+def resolve_paths(cfg: AppConfig, base: Path | None = None) -> AppConfig:
+    """Relative file paths made absolute, so replicas find them whatever their working directory."""
+    base = base or Path.cwd()
+    cfg = cfg.model_copy(deep=True)
+    if cfg.audit.db_url.startswith("sqlite:///") and not cfg.audit.db_url.startswith("sqlite:////"):
+        cfg.audit.db_url = "sqlite:///" + _abs(cfg.audit.db_url.removeprefix("sqlite:///"), base)
+    cfg.audit.spill_path = _abs(cfg.audit.spill_path, base)
+    if "://" not in cfg.search.milvus_uri:
+        cfg.search.milvus_uri = _abs(cfg.search.milvus_uri, base)
+    cfg.telemetry.log_roots = [_abs(p, base) for p in cfg.telemetry.log_roots]
+    cfg.telemetry.metric_roots = [_abs(p, base) for p in cfg.telemetry.metric_roots]
+    return cfg
 
 
 def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> AppConfig:

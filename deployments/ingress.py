@@ -18,6 +18,8 @@ from deployments.config import AppConfig
 from deployments.http_api import create_api
 from harness.contracts import ChatRequest, SseEvent
 from harness.pipeline import DiagnosisPipeline
+from harness.tools.read_skill import load_skills
+from harness.wiring import tool_factory
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +77,14 @@ class Ingress:
         cls = _import(pipeline_cls)
         if not (isinstance(cls, type) and issubclass(cls, DiagnosisPipeline)):
             raise TypeError(f"{pipeline_cls} is not a DiagnosisPipeline")
-        self.pipeline = cls(self.sink, cfg.harness)
+        skills = load_skills()
+        self.pipeline = cls(
+            self.sink,
+            cfg.harness,
+            model=None,  # the LLM deployment is wired in by the LLM issue
+            tools=tool_factory(cfg.telemetry, skills),
+            skill_catalog={s.name: s.description for s in skills.values()},
+        )
 
     def _run_chat(self, req: ChatRequest, tenant_id: str | None) -> AsyncGenerator[SseEvent, None]:
         return self.pipeline.run(req, tenant_id)

@@ -117,3 +117,18 @@ async def test_case(case_dir: Path, tmp_path: Path) -> None:
         assert evaluation["critical_fact_count"] == sum(f["is_critical"] for f in evaluation["facts_checked"])
     # Every model call was the scripted one: nothing left unconsumed, nothing missing.
     assert all(not queue for queue in model.script.values())
+
+
+async def test_reports_render_readably() -> None:
+    from harness.render import render_content
+
+    case = load_case(CASES / "02_multi_tool")
+    events, *_ = await replay(case)
+    content = next(e for e in events if isinstance(e, ContentEvent))
+    text = render_content(content.content_type, content.payload.model_dump())
+    assert text.startswith("[DIAGNOSIS_REPORT]\nConclusion: ")
+    assert "A-001 (CRITICAL)" in text and "[LOGS]" in text and "Missing information" not in text
+    fallback = load_case(CASES / "12_chinese_question")
+    events, *_ = await replay(fallback)
+    content = next(e for e in events if isinstance(e, ContentEvent))
+    assert "当前无法基于已获取证据生成可靠结论。" in render_content(content.content_type, content.payload.model_dump())
