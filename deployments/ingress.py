@@ -15,7 +15,9 @@ from ray.serve.handle import DeploymentHandle
 from audit.records import AuditRecord
 from deployments.audit_client import BufferedAuditSink
 from deployments.config import AppConfig
-from deployments.http_api import create_api
+from deployments.http_api import create_api, error
+from deployments.llm_client import LLMHandleModel
+from deployments.openai_api import add_openai_routes
 from harness.contracts import ChatRequest, SseEvent
 from harness.pipeline import DiagnosisPipeline
 from harness.tools.read_skill import load_skills
@@ -62,9 +64,14 @@ class AuditHandle:
 @serve.ingress()
 class Ingress:
     def __init__(
-        self, cfg: AppConfig, audit: DeploymentHandle, pipeline_cls: str = "harness.pipeline:DiagnosisPipeline"
+        self,
+        cfg: AppConfig,
+        audit: DeploymentHandle,
+        llm: DeploymentHandle | None = None,
+        pipeline_cls: str = "harness.pipeline:DiagnosisPipeline",
     ) -> None:
         self.cfg = cfg
+        self.llm = llm
         self.audit = AuditHandle(audit)
         self.sink = BufferedAuditSink(
             self.audit.submit,
@@ -81,7 +88,7 @@ class Ingress:
         self.pipeline = cls(
             self.sink,
             cfg.harness,
-            model=None,  # the LLM deployment is wired in by the LLM issue
+            model=LLMHandleModel(llm) if llm is not None else None,
             tools=tool_factory(cfg.telemetry, skills),
             skill_catalog={s.name: s.description for s in skills.values()},
         )
@@ -96,13 +103,16 @@ class Ingress:
         self.sink.emit(record)
 
     def __serve_build_asgi_app__(self) -> FastAPI:
-        return create_api(
+        app = create_api(
             run_chat=self._run_chat,
             audit=self.audit,
             emit_record=self._emit,
             flush_audit=self._flush,
             max_body_bytes=self.cfg.ingress.max_body_bytes,
         )
+        if self.llm is not None:
+            add_openai_routes(app, self.llm, error)
+        return app
 
     async def __del__(self) -> None:
         await self.sink.close()

