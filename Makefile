@@ -27,6 +27,7 @@ install: $(STAMP)
 run: install
 	$(BIN)/raydiag --config $(CONFIG) db upgrade
 	$(BIN)/raydiag --config $(CONFIG) models pull
+	$(BIN)/raydiag --config $(CONFIG) ingest knowledge/runbooks
 	$(BIN)/raydiag --config $(CONFIG) serve
 
 # The MySQL test tier needs MariaDB on 127.0.0.1:3306 (root, no password); start it if it is down.

@@ -8,8 +8,12 @@ from ray.serve import Application
 
 from deployments.audit_actor import AuditWriterDeployment
 from deployments.config import AppConfig, load_config, resolve_paths
+from deployments.embedder import EmbedderDeployment
 from deployments.ingress import Ingress
 from deployments.llm import LLMServer
+from deployments.search import SearchDeployment
+
+EMBED_DIMS = {"usem3": 512}
 
 
 def build_app(cfg: AppConfig, pipeline_cls: str = "harness.pipeline:DiagnosisPipeline") -> Application:
@@ -25,11 +29,21 @@ def build_app(cfg: AppConfig, pipeline_cls: str = "harness.pipeline:DiagnosisPip
             max_ongoing_requests=cfg.llm.max_ongoing_requests,
             ray_actor_options={"num_cpus": cfg.llm.num_cpus, "num_gpus": cfg.llm.num_gpus},
         ).bind(cfg.llm, cfg.llm.model_path())
+    embedder = search = None
+    if cfg.search.enabled:
+        embedder = EmbedderDeployment.options(  # type: ignore[attr-defined]
+            ray_actor_options={"num_cpus": cfg.search.embedder_num_cpus},
+            max_ongoing_requests=max(128, cfg.search.embed_max_batch_size * 2),
+        ).bind(cfg.search.embedder, cfg.search.embed_max_batch_size, cfg.search.embed_batch_wait_s)
+        search = SearchDeployment.options(  # type: ignore[attr-defined]
+            num_replicas=1 if "://" not in cfg.search.milvus_uri else cfg.search.replicas,
+            ray_actor_options={"num_cpus": 0},
+        ).bind(cfg.search.milvus_uri, cfg.search.collection, EMBED_DIMS[cfg.search.embedder])
     return Ingress.options(  # type: ignore[attr-defined]
         num_replicas=cfg.ingress.num_replicas,
         max_ongoing_requests=cfg.ingress.max_ongoing_requests,
         ray_actor_options={"num_cpus": cfg.ingress.num_cpus},
-    ).bind(cfg, audit, llm, pipeline_cls)
+    ).bind(cfg, audit, llm, embedder, search, pipeline_cls)
 
 
 def app_builder(args: dict[str, Any]) -> Application:

@@ -159,6 +159,26 @@ def _cmd_models_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    from rag.embedding import make_embedder
+    from rag.ingest import ingest_paths
+    from rag.store import KnowledgeStore
+
+    cfg = load_config(args.config)
+    embedder = make_embedder(cfg.search.embedder)
+    # Milvus Lite's data dir belongs to one process: ingest before `serve`, or against a Milvus server.
+    store = KnowledgeStore(cfg.search.milvus_uri, cfg.search.collection, embedder.dim)
+    try:
+        report = ingest_paths([Path(p) for p in args.paths], store, embedder, domain=args.domain)
+    finally:
+        store.close()
+    print(
+        f"ingested {report.documents} documents as {report.chunks} chunks "
+        f"({report.skipped} empty skipped); the collection holds {report.collection_total} chunks"
+    )
+    return 0
+
+
 def _cmd_check_config(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     print(json.dumps(cfg.model_dump(), indent=2))
@@ -194,6 +214,11 @@ def build_parser() -> argparse.ArgumentParser:
     mp.add_argument("name", nargs="?", default=None)
     mp.set_defaults(fn=_cmd_models_pull)
     models.add_parser("list", help="known models").set_defaults(fn=_cmd_models_list)
+
+    ing = sub.add_parser("ingest", help="chunk, embed and index documents (idempotent per document)")
+    ing.add_argument("paths", nargs="+")
+    ing.add_argument("--domain", default=None, help="knowledge domain (default: front matter or folder name)")
+    ing.set_defaults(fn=_cmd_ingest)
 
     sub.add_parser("check-config", help="validate the config and print it").set_defaults(fn=_cmd_check_config)
     return parser

@@ -8,6 +8,7 @@ import logging
 from collections.abc import AsyncGenerator
 from typing import Any
 
+import numpy as np
 from fastapi import FastAPI
 from ray import serve
 from ray.serve.handle import DeploymentHandle
@@ -22,6 +23,8 @@ from harness.contracts import ChatRequest, SseEvent
 from harness.pipeline import DiagnosisPipeline
 from harness.tools.read_skill import load_skills
 from harness.wiring import tool_factory
+from rag.lookup import KnowledgeLookupService, LookupSettings
+from rag.store import Hit, SearchMode
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +32,28 @@ log = logging.getLogger(__name__)
 def _import(path: str) -> Any:
     module, _, name = path.partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+def _lookup(
+    cfg: AppConfig, embedder: DeploymentHandle | None, search: DeploymentHandle | None
+) -> KnowledgeLookupService | None:
+    """lookup_knowledge over the embedder and search deployments' handles."""
+    if embedder is None or search is None:
+        return None
+
+    async def embed(texts: list[str]) -> np.ndarray:
+        return await embedder.embed.remote(texts)
+
+    async def run_search(
+        query: str, qvec: np.ndarray, mode: SearchMode, limit: int, domains: list[str] | None
+    ) -> list[Hit]:
+        return await search.search.remote(query, qvec, mode, limit, domains)
+
+    s = cfg.search
+    settings = LookupSettings(
+        mode=s.mode, top_k=s.top_k, max_blocks=s.max_blocks, context_char_budget=s.context_char_budget
+    )
+    return KnowledgeLookupService(embed, run_search, settings)
 
 
 class AuditHandle:
@@ -68,6 +93,8 @@ class Ingress:
         cfg: AppConfig,
         audit: DeploymentHandle,
         llm: DeploymentHandle | None = None,
+        embedder: DeploymentHandle | None = None,
+        search: DeploymentHandle | None = None,
         pipeline_cls: str = "harness.pipeline:DiagnosisPipeline",
     ) -> None:
         self.cfg = cfg
@@ -89,7 +116,7 @@ class Ingress:
             self.sink,
             cfg.harness,
             model=LLMHandleModel(llm) if llm is not None else None,
-            tools=tool_factory(cfg.telemetry, skills),
+            tools=tool_factory(cfg.telemetry, skills, _lookup(cfg, embedder, search)),
             skill_catalog={s.name: s.description for s in skills.values()},
         )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -51,6 +52,7 @@ class KnowledgeStore:
         if "://" not in uri:
             Path(uri).parent.mkdir(parents=True, exist_ok=True)
         self.client = MilvusClient(uri)
+        self.uri = uri
         self.collection = collection
         self.dim = dim
         self._ensure()
@@ -110,13 +112,34 @@ class KnowledgeStore:
 
     def finish_ingest(self) -> None:
         """Flush, then release + load: searches before that were ~100x slower (DESIGN.md §6)."""
+        from pymilvus.exceptions import MilvusException
+
         self.client.flush(self.collection)
-        self.client.release_collection(self.collection)
-        self.client.load_collection(self.collection)
+        # Milvus Lite builds the new segment's index in the background; a load that races it fails
+        # reading a half-written index file ("Resource temporarily unavailable"). Retry for a while.
+        delay = 0.2
+        for attempt in range(12):
+            try:
+                self.client.release_collection(self.collection)
+                self.client.load_collection(self.collection)
+                return
+            except MilvusException:
+                if attempt == 11:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
 
     def count(self) -> int:
         res = self.client.query(self.collection, filter="chunk_index >= 0", output_fields=["count(*)"])
         return int(res[0]["count(*)"])
+
+    def close(self) -> None:
+        """Close the client and, for Milvus Lite, stop its server so another process can open the dir."""
+        self.client.close()
+        if "://" not in self.uri:
+            from milvus_lite.server_manager import server_manager_instance
+
+            server_manager_instance.release_server(self.uri)
 
     def drop(self) -> None:
         self.client.drop_collection(self.collection)
@@ -132,7 +155,7 @@ class KnowledgeStore:
             sim = float(np.dot(np.asarray(e["dense"], dtype=np.float32), qvec))
             out.append(
                 Hit(
-                    str(h["id"]),
+                    str(h["key"] if "key" in h.keys() else h["id"]),  # the primary key, by its field name
                     e["doc_id"],
                     e["title"],
                     e["heading"],

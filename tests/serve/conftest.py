@@ -56,6 +56,7 @@ def serve_app(model_dir: Path) -> Iterator[dict[str, str]]:
                 "kv_cache_gib": 1,
                 "num_cpus": 1,
             },
+            "search": {"milvus_uri": str(work / "milvus.db")},
             "audit": {
                 "db_url": f"sqlite:///{work / 'audit.db'}",
                 "spill_path": str(work / "spill.jsonl"),
@@ -65,6 +66,15 @@ def serve_app(model_dir: Path) -> Iterator[dict[str, str]]:
         "serve-test",
         env={},
     )
+    # The knowledge base goes in before the search replica opens the Milvus Lite dir (one owner).
+    from rag.embedding import Usem3Embedder
+    from rag.ingest import ingest_paths
+    from rag.store import KnowledgeStore
+
+    embedder = Usem3Embedder()
+    store = KnowledgeStore(cfg.search.milvus_uri, cfg.search.collection, embedder.dim)
+    ingest_paths([REPO / "knowledge" / "runbooks"], store, embedder, progress=False)
+    store.close()
     ray_env(cfg)
     # Ray's temp dir must be short (unix socket paths) and private to this session.
     ray.init(
