@@ -66,8 +66,10 @@ async def execute(
     tools = ctx.boundary.schemas()
     repaired = False
     text = ""
+    seen: dict[str, str] = {}  # (tool, arguments) → the call id that already ran it
+    force_answer = False
     for round_no in range(ctx.settings.max_tool_steps):
-        last_round = round_no == ctx.settings.max_tool_steps - 1
+        last_round = force_answer or round_no == ctx.settings.max_tool_steps - 1
         step = ctx.recorder.begin_step()
         response, duration_ms = await call_model(
             ctx,
@@ -90,7 +92,18 @@ async def execute(
         )
         if calls:
             messages.append(Message("assistant", response.text, tool_calls=calls))
+            fresh = 0
             for call in calls:
+                signature = f"{call.name}:{json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)}"
+                if signature in seen:
+                    # A repeated call adds no evidence: point at the earlier result instead of running it.
+                    note = {"status": "duplicate", "note": f"already called as {seen[signature]}; use that result"}
+                    messages.append(
+                        Message("tool", json.dumps({"tool_call_id": call.id, **note}), tool_call_id=call.id)
+                    )
+                    continue
+                seen[signature] = call.id
+                fresh += 1
                 yield StatusEvent(code="DIAGNOSIS_RUNNING", detail=f"tool {call.name} started")
                 entry = await ctx.boundary.call(call.id, call.name, call.arguments)
                 ctx.recorder.tool_invocation(
@@ -106,6 +119,7 @@ async def execute(
                 )
                 yield StatusEvent(code="DIAGNOSIS_RUNNING", detail=f"tool {call.name} finished: {entry.result.status}")
                 messages.append(_tool_message(call, entry.result.status, entry.result.output))
+            force_answer = fresh == 0  # only repeats: the evidence is in; the next round must answer
             continue
         text = response.text
         evidence, status = _parse(text)

@@ -97,3 +97,37 @@ async def test_missing_usage_is_not_reconciled() -> None:
     await _run(DiagnosisPipeline(sink, model=model), "hi")
     finished = next(r for r in sink.records if r.kind == "run_finished")
     assert finished.data["usage_unavailable_count"] == 1 and finished.data["tokens_reconciled"] is False
+
+
+async def test_repeated_tool_calls_run_once_then_the_model_must_answer() -> None:
+    from harness.tools.base import ToolResult
+
+    runs = 0
+
+    class Counting:
+        name = "current_time"
+        description = "clock"
+        parameters: dict = {"type": "object"}  # type: ignore[type-arg]
+
+        async def run(self, args: dict, call_id: str = "") -> ToolResult:  # type: ignore[type-arg]
+            nonlocal runs
+            runs += 1
+            return ToolResult("success", {"utc_now": "2026-12-02T00:00:00+00:00"})
+
+    executor_rounds: list[bool] = []
+
+    def fn(req: ModelRequest) -> ModelResponse:
+        if req.stage == "router":
+            return ModelResponse('{"intent": "DIAGNOSIS", "reason": "r", "answer": ""}', usage=Usage(1, 1))
+        if req.stage == "planner":
+            return ModelResponse('{"selection_reason": "x", "plan": ["p"], "reasoning": "r"}', usage=Usage(1, 1))
+        executor_rounds.append(bool(req.tools))
+        if req.tools:
+            return ModelResponse("", tool_calls=[ToolCall("", "current_time", {})], usage=Usage(1, 1))
+        return ModelResponse("no JSON", usage=Usage(1, 1))
+
+    pipeline = DiagnosisPipeline(ListSink(), model=ScriptedModel(fn=fn), tools=lambda: [Counting()])
+    await _run(pipeline, "what time is it broken")
+    assert runs == 1
+    # round 1 runs the tool, round 2 repeats it (skipped), round 3 must answer without tools
+    assert executor_rounds[:3] == [True, True, False]
