@@ -10,12 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from audit.db import make_engine
-from audit.migrate import upgrade
-from audit.store import AuditStore
-from audit.trace_reader import TraceReader
 from harness.contracts import ChatRequest, ContentEvent, StatusEvent
 from harness.pipeline import DiagnosisPipeline
+from tests.fakes.audit_db import persist_and_trace
 from tests.fakes.replay_tools import ReplayTool
 from tests.fakes.scripted_model import ScriptedModel
 from tests.fakes.sinks import ListSink
@@ -75,12 +72,7 @@ async def test_case(case_dir: Path, tmp_path: Path) -> None:
         assert expect["excluded_text"] not in json.dumps(payload, ensure_ascii=False)
 
     # The audit trail, written and read back as the service does.
-    url = f"sqlite:///{tmp_path / 'audit.db'}"
-    upgrade(url)
-    engine = make_engine(url)
-    AuditStore(engine).write_batch(sink.records)
-    trace = TraceReader(engine).trace("case-session")
-    engine.dispose()
+    trace = persist_and_trace(sink.records, tmp_path, "case-session")
     timeline = [e["event_type"] for e in trace["timeline"]]
     if "timeline" in expect:
         assert timeline == expect["timeline"]

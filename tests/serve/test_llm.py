@@ -127,16 +127,13 @@ async def test_openai_route_rejects_an_overlong_prompt(serve_app: dict[str, str]
 async def test_a_diagnosis_end_to_end_on_the_real_engine(llm: LLMHandleModel, tmp_path: Any) -> None:
     """The whole harness on the small real model and the bundled telemetry: a released report or a
     reasoned fallback, never a failure, and an audit trail that reconciles."""
-    from audit.db import make_engine
-    from audit.migrate import upgrade
-    from audit.store import AuditStore
-    from audit.trace_reader import TraceReader
     from harness.contracts import ChatRequest, ContentEvent
     from harness.pipeline import DiagnosisPipeline
     from harness.settings import HarnessSettings, TelemetrySettings
     from harness.tools.read_skill import load_skills
     from harness.wiring import tool_factory
     from tests.conftest import REPO
+    from tests.fakes.audit_db import persist_and_trace
     from tests.fakes.sinks import ListSink
 
     skills = load_skills()
@@ -154,11 +151,6 @@ async def test_a_diagnosis_end_to_end_on_the_real_engine(llm: LLMHandleModel, tm
     events = [e async for e in pipeline.run(ChatRequest(Id="e2e", Question="payment-service requests time out. Why?"))]
     assert events[-1].event == "done" and events[-1].outcome in ("SUCCESS", "FALLBACK")
     assert sum(isinstance(e, ContentEvent) for e in events) == 1
-    url = f"sqlite:///{tmp_path / 'a.db'}"
-    upgrade(url)
-    engine = make_engine(url)
-    AuditStore(engine).write_batch(sink.records)
-    trace = TraceReader(engine).trace("e2e")
-    engine.dispose()
+    trace = persist_and_trace(sink.records, tmp_path, "e2e")
     assert trace["summary"]["tokens_reconciled"] and trace["summary"]["timeline_contiguous"]
     assert trace["run"]["model_call_count"] >= 3 and trace["run"]["total_token_count"] > 0
