@@ -7,6 +7,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from rag.chunking import Chunk, chunk_file
 from rag.embedding import Usem3Embedder
 from rag.store import KnowledgeStore
@@ -41,16 +43,18 @@ def ingest_paths(
 ) -> IngestReport:
     report = IngestReport()
     files = [f for p in paths for f in find_documents(p)]
+    pending: list[tuple[str, list[Chunk], np.ndarray]] = []
     for n, path in enumerate(files, 1):
         chunks: list[Chunk] = chunk_file(path, domain=domain)
         if not chunks:
             report.skipped += 1
             continue
         texts = [c.embed_text for c in chunks]
-        import numpy as np
-
         vectors = np.concatenate([embedder.embed_sync(texts[i : i + batch]) for i in range(0, len(texts), batch)])
-        store.replace_document(chunks[0].doc_id, chunks, vectors)
+        pending.append((chunks[0].doc_id, chunks, vectors))
+        if len(pending) >= 100:  # one delete + one insert per 100 documents: per-document calls were the cost
+            store.replace_documents(pending)
+            pending = []
         report.documents += 1
         report.chunks += len(chunks)
         if progress:
@@ -58,6 +62,7 @@ def ingest_paths(
             done = int(width * n / len(files))
             sys.stderr.write(f"\r[{'#' * done}{'.' * (width - done)}] {n}/{len(files)} {path.name[:40]:40}")
             sys.stderr.flush()
+    store.replace_documents(pending)
     if progress and files:
         sys.stderr.write("\n")
     store.finish_ingest()

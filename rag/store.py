@@ -21,6 +21,7 @@ from rag.chunking import Chunk
 
 SearchMode = Literal["hybrid", "dense", "bm25"]
 _DOMAIN = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
+_DOC_ID = re.compile(r"^[a-z0-9\u4e00-\u9fff][a-z0-9_\-\u4e00-\u9fff]{0,255}$")
 MAX_TEXT = 8192
 
 
@@ -90,10 +91,16 @@ class KnowledgeStore:
     # -- ingest -------------------------------------------------------------------------------
 
     def replace_document(self, doc_id: str, chunks: list[Chunk], vectors: np.ndarray) -> None:
-        """Idempotent: the document's old chunks go, the new ones come."""
-        self.client.delete(self.collection, filter=f"doc_id == {json.dumps(doc_id)}")
-        if not chunks:
-            return
+        self.replace_documents([(doc_id, chunks, vectors)])
+
+    def replace_documents(self, docs: list[tuple[str, list[Chunk], np.ndarray]]) -> None:
+        """Idempotent: the documents' old chunks go, the new ones come (one delete, one insert per call)."""
+        ids = [d for d, _, _ in docs]
+        bad = [d for d in ids if not _DOC_ID.match(d)]
+        if bad:
+            raise ValueError(f"invalid document ids: {bad[:3]}")
+        if ids:
+            self.client.delete(self.collection, filter=f"doc_id in {json.dumps(ids, ensure_ascii=False)}")
         rows = [
             {
                 "key": ch.key,
@@ -106,9 +113,11 @@ class KnowledgeStore:
                 "text": ch.embed_text[:MAX_TEXT],
                 "dense": vec.tolist(),
             }
+            for _, chunks, vectors in docs
             for ch, vec in zip(chunks, vectors, strict=True)
         ]
-        self.client.insert(self.collection, rows)
+        if rows:
+            self.client.insert(self.collection, rows)
 
     def finish_ingest(self) -> None:
         """Flush, then release + load: searches before that were ~100x slower (DESIGN.md §6)."""

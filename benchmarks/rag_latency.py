@@ -1,0 +1,139 @@
+"""Retrieval latency: ``lookup_knowledge`` end to end (embed + Milvus Lite hybrid search + post-process) at
+20,000 chunks, and embedder throughput batched vs one text at a time.
+
+The index holds real text: SciFact abstracts and CMRC2018 passages from ../shared/data (evaluation use
+only) chunked at 400 characters, plus the bundled runbooks. Queries are the two sets' real queries.
+
+    python benchmarks/rag_latency.py [--chunks 20000] [--queries 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from rag.chunking import Chunk, chunk_document, chunk_file  # noqa: E402
+from rag.embedding import Usem3Embedder  # noqa: E402
+from rag.ingest import find_documents  # noqa: E402
+from rag.lookup import KnowledgeLookupService  # noqa: E402
+from rag.store import KnowledgeStore  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data"
+
+
+def corpus_chunks(limit: int) -> list[Chunk]:
+    chunks = [c for p in find_documents(ROOT / "knowledge" / "runbooks") for c in chunk_file(p)]
+    for name, domain in (("beir-scifact", "science"), ("cmrc2018-zh-retrieval", "encyclopedia")):
+        with (DATA / name / "corpus.jsonl").open(encoding="utf-8") as fh:
+            for line in fh:
+                d = json.loads(line)
+                text = f"# {d.get('title') or d['_id']}\n\n{d['text']}"
+                chunks += chunk_document(f"{name}-{d['_id'].lower()}", text, domain=domain, source=name, max_chars=400)
+                if len(chunks) >= limit:
+                    return chunks[:limit]
+    return chunks
+
+
+def queries(n: int) -> list[str]:
+    out: list[str] = []
+    for name in ("beir-scifact", "cmrc2018-zh-retrieval"):
+        with (DATA / name / "queries.jsonl").open(encoding="utf-8") as fh:
+            out += [json.loads(line)["text"] for line in fh][: n // 2]
+    return out
+
+
+def embed_throughput(embedder: Usem3Embedder, texts: list[str]) -> tuple[float, float]:
+    start = time.perf_counter()
+    for t in texts:
+        embedder.embed_sync([t])
+    unbatched = len(texts) / (time.perf_counter() - start)
+    start = time.perf_counter()
+    for i in range(0, len(texts), 32):
+        embedder.embed_sync(texts[i : i + 32])
+    batched = len(texts) / (time.perf_counter() - start)
+    return unbatched, batched
+
+
+async def lookups(svc: KnowledgeLookupService, qs: list[str]) -> list[float]:
+    times = []
+    for i, q in enumerate(qs):
+        start = time.perf_counter()
+        await svc.lookup(q, f"call_{i}")
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--chunks", type=int, default=20_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "rag_latency.json"))
+    args = parser.parse_args()
+
+    embedder = Usem3Embedder()
+    chunks = corpus_chunks(args.chunks)
+    texts = [c.embed_text for c in chunks]
+    unbatched, batched = embed_throughput(embedder, texts[:256])
+
+    with tempfile.TemporaryDirectory(prefix="rl-") as tmp:
+        store = KnowledgeStore(str(Path(tmp) / "m.db"), "bench", embedder.dim)
+        start = time.perf_counter()
+        vectors = np.concatenate([embedder.embed_sync(texts[i : i + 64]) for i in range(0, len(texts), 64)])
+        embed_s = time.perf_counter() - start
+        by_doc: dict[str, list[int]] = {}
+        for i, c in enumerate(chunks):
+            by_doc.setdefault(c.doc_id, []).append(i)
+        start = time.perf_counter()
+        batch = []
+        for ids in by_doc.values():
+            batch.append((chunks[ids[0]].doc_id, [chunks[i] for i in ids], vectors[ids]))
+            if len(batch) == 500:
+                store.replace_documents(batch)
+                batch = []
+        store.replace_documents(batch)
+        store.finish_ingest()
+        insert_s = time.perf_counter() - start
+        indexed = store.count()
+
+        async def embed(t: list[str]) -> np.ndarray:
+            return embedder.embed_sync(t)
+
+        async def search(q: str, v: np.ndarray, mode: Any, k: int, d: list[str] | None) -> Any:
+            return store.search(q, v, mode, k, d)
+
+        svc = KnowledgeLookupService(embed, search)
+        qs = queries(args.queries)
+        asyncio.run(lookups(svc, qs[:10]))  # warm-up
+        times = sorted(asyncio.run(lookups(svc, qs)))
+        store.close()
+
+    result = {
+        "chunks": indexed,
+        "queries": len(times),
+        "lookup_p50_ms": round(statistics.median(times), 1),
+        "lookup_p95_ms": round(times[int(len(times) * 0.95) - 1], 1),
+        "unbatched_per_s": round(unbatched, 1),
+        "batched_per_s": round(batched, 1),
+        "batched_over_unbatched": round(batched / unbatched, 2),
+        "index_embed_s": round(embed_s, 1),
+        "index_insert_s": round(insert_s, 1),
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
