@@ -11,9 +11,10 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Annotated, Any, Literal, Protocol, TypeVar
 
 from fastapi import FastAPI, Query, Request
+from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field, ValidationError
@@ -26,6 +27,10 @@ from harness.contracts import ChatRequest, SseEvent
 log = logging.getLogger(__name__)
 
 BodyT = TypeVar("BodyT", bound=BaseModel)
+# Session ids follow ChatRequest.Id's rule; anything else is a 422, never a database lookup.
+ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,64}$"
+SessionId = Annotated[str, PathParam(pattern=ID_PATTERN, description="The chat session (the Id of /api/chat)")]
+RunId = Annotated[str | None, Query(pattern=ID_PATTERN, description="A run of that session; latest if omitted")]
 
 
 class AuditBackend(Protocol):
@@ -157,17 +162,17 @@ def create_api(
         return JSONResponse(result["value"])
 
     @app.get("/api/diagnosis/{sessionId}/trace", summary="Replay one run's audit trail")
-    async def trace(sessionId: str, runId: str | None = Query(default=None, max_length=64)) -> JSONResponse:
+    async def trace(sessionId: SessionId, runId: RunId = None) -> JSONResponse:
         await flush_audit()
         return await _trace_reply(await audit.trace(sessionId, runId, None))
 
     @app.get("/api/diagnosis/{sessionId}/trace/reasoning", summary="Provider reasoning and assistant text")
-    async def reasoning(sessionId: str, runId: str | None = Query(default=None, max_length=64)) -> JSONResponse:
+    async def reasoning(sessionId: SessionId, runId: RunId = None) -> JSONResponse:
         await flush_audit()
         return await _trace_reply(await audit.reasoning(sessionId, runId, None))
 
     @app.get("/api/diagnosis/{sessionId}/runs", summary="The session's runs, newest first")
-    async def runs(sessionId: str) -> JSONResponse:
+    async def runs(sessionId: SessionId) -> JSONResponse:
         await flush_audit()
         result = await audit.runs(sessionId, None)
         return JSONResponse({"session_id": sessionId, "runs": result.get("value", [])})
@@ -182,7 +187,7 @@ def create_api(
             }
         },
     )
-    async def feedback(sessionId: str, request: Request) -> JSONResponse:
+    async def feedback(sessionId: SessionId, request: Request) -> JSONResponse:
         fb = await parse_body(request, FeedbackRequest)
         if isinstance(fb, JSONResponse):
             return fb

@@ -112,6 +112,12 @@ async def test_trace_reasoning_runs_and_feedback(client: httpx.AsyncClient) -> N
     assert invalid.status_code == 422
 
 
+async def test_bad_ids_in_trace_paths_are_rejected(client: httpx.AsyncClient) -> None:
+    for url in ("/api/diagnosis/bad%20id/trace", "/api/diagnosis/ok/trace?runId=x%27%20or%201%3D1"):
+        resp = await client.get(url)
+        assert resp.status_code == 422 and resp.json()["error"]["code"] == "INVALID_REQUEST"
+
+
 async def test_openapi_describes_the_api(client: httpx.AsyncClient) -> None:
     spec = (await client.get("/openapi.json")).json()
     assert "/api/chat" in spec["paths"] and "/api/diagnosis/{sessionId}/trace" in spec["paths"]
