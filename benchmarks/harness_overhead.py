@@ -126,10 +126,7 @@ async def bench(runs: int, concurrency: int, work: Path) -> dict[str, Any]:
     from deployments.embedder import EmbedderDeployment
     from deployments.ingress import _lookup
     from deployments.search import SearchDeployment
-    from harness.pipeline import DiagnosisPipeline
-    from harness.settings import TelemetrySettings
-    from harness.tools.read_skill import load_skills
-    from harness.wiring import tool_factory
+    from harness.wiring import build_pipeline, bundled_telemetry
 
     milvus = str(work / "milvus.db")
     os.environ["RAY_AUTH_MODE"] = "disabled"
@@ -161,18 +158,8 @@ async def bench(runs: int, concurrency: int, work: Path) -> dict[str, Any]:
 
     cfg = parse_config({}, "bench", env={})
     sink = BufferedAuditSink(lambda batch: audit.submit.remote(batch), spill_path=str(work / "i.jsonl"))
-    skills = load_skills()
-    telemetry = TelemetrySettings(
-        log_roots=[str(ROOT / "knowledge/telemetry/logs")], metric_roots=[str(ROOT / "knowledge/telemetry/metrics")]
-    )
     model = ZeroLatencyModel()
-    pipeline = DiagnosisPipeline(
-        sink,
-        cfg.harness,
-        model=model,
-        tools=tool_factory(telemetry, skills, _lookup(cfg, embedder, search)),
-        skill_catalog={s.name: s.description for s in skills.values()},
-    )
+    pipeline = build_pipeline(sink, cfg.harness, bundled_telemetry(ROOT), model, _lookup(cfg, embedder, search))
 
     per_stage: dict[str, list[float]] = {s: [] for s in STAGES}
     outcomes: list[str] = []

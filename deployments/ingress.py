@@ -21,8 +21,7 @@ from deployments.llm_client import LLMHandleModel
 from deployments.openai_api import add_openai_routes
 from harness.contracts import ChatRequest, SseEvent
 from harness.pipeline import DiagnosisPipeline
-from harness.tools.read_skill import load_skills
-from harness.wiring import tool_factory
+from harness.wiring import build_pipeline
 from rag.lookup import KnowledgeLookupService, LookupSettings
 from rag.store import Hit, SearchMode
 
@@ -111,13 +110,13 @@ class Ingress:
         cls = _import(pipeline_cls)
         if not (isinstance(cls, type) and issubclass(cls, DiagnosisPipeline)):
             raise TypeError(f"{pipeline_cls} is not a DiagnosisPipeline")
-        skills = load_skills()
-        self.pipeline = cls(
+        self.pipeline = build_pipeline(
             self.sink,
             cfg.harness,
+            cfg.telemetry,
             model=LLMHandleModel(llm) if llm is not None else None,
-            tools=tool_factory(cfg.telemetry, skills, _lookup(cfg, embedder, search)),
-            skill_catalog={s.name: s.description for s in skills.values()},
+            lookup=_lookup(cfg, embedder, search),
+            pipeline_cls=cls,
         )
 
     def _run_chat(self, req: ChatRequest, tenant_id: str | None) -> AsyncGenerator[SseEvent, None]:

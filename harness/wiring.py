@@ -1,15 +1,19 @@
-"""Builds the harness's tools from settings (no Ray): the ingress calls this once per replica."""
+"""Builds the harness from settings (no Ray): the ingress calls this once per replica; tests and
+benchmarks use the same wiring."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.settings import TelemetrySettings
+from harness.model import ChatModel
+from harness.pipeline import DiagnosisPipeline
+from harness.protocols import AuditSink
+from harness.settings import HarnessSettings, TelemetrySettings
 from harness.tools.base import Tool
 from harness.tools.current_time import CurrentTimeTool
 from harness.tools.lookup_knowledge import KnowledgeLookup, LookupKnowledgeTool
-from harness.tools.read_skill import ReadSkillTool, Skill
+from harness.tools.read_skill import ReadSkillTool, Skill, load_skills
 from harness.tools.telemetry import FileTelemetry, QueryLogsTool, QueryMetricsTool
 
 
@@ -32,3 +36,28 @@ def tool_factory(
         return out
 
     return tools
+
+
+def bundled_telemetry(root: Path) -> TelemetrySettings:
+    """The demo telemetry shipped in ``knowledge/telemetry`` under a checkout at ``root``."""
+    base = root / "knowledge" / "telemetry"
+    return TelemetrySettings(log_roots=[str(base / "logs")], metric_roots=[str(base / "metrics")])
+
+
+def build_pipeline(
+    sink: AuditSink,
+    settings: HarnessSettings,
+    telemetry: TelemetrySettings,
+    model: ChatModel | None,
+    lookup: KnowledgeLookup | None = None,
+    pipeline_cls: type[DiagnosisPipeline] = DiagnosisPipeline,
+) -> DiagnosisPipeline:
+    """A pipeline with the shipped skills, the telemetry tools and, when given, lookup_knowledge."""
+    skills = load_skills()
+    return pipeline_cls(
+        sink,
+        settings,
+        model=model,
+        tools=tool_factory(telemetry, skills, lookup),
+        skill_catalog={s.name: s.description for s in skills.values()},
+    )

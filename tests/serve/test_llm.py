@@ -128,26 +128,15 @@ async def test_a_diagnosis_end_to_end_on_the_real_engine(llm: LLMHandleModel, tm
     """The whole harness on the small real model and the bundled telemetry: a released report or a
     reasoned fallback, never a failure, and an audit trail that reconciles."""
     from harness.contracts import ChatRequest, ContentEvent
-    from harness.pipeline import DiagnosisPipeline
-    from harness.settings import HarnessSettings, TelemetrySettings
-    from harness.tools.read_skill import load_skills
-    from harness.wiring import tool_factory
+    from harness.settings import HarnessSettings
+    from harness.wiring import build_pipeline, bundled_telemetry
     from tests.conftest import REPO
     from tests.fakes.audit_db import persist_and_trace
     from tests.fakes.sinks import ListSink
 
-    skills = load_skills()
-    telemetry = TelemetrySettings(
-        log_roots=[str(REPO / "knowledge/telemetry/logs")], metric_roots=[str(REPO / "knowledge/telemetry/metrics")]
-    )
     sink = ListSink()
-    pipeline = DiagnosisPipeline(
-        sink,
-        HarnessSettings(max_tool_steps=3, max_tokens_per_call=300),
-        model=llm,
-        tools=tool_factory(telemetry, skills),
-        skill_catalog={s.name: s.description for s in skills.values()},
-    )
+    settings = HarnessSettings(max_tool_steps=3, max_tokens_per_call=300)
+    pipeline = build_pipeline(sink, settings, bundled_telemetry(REPO), model=llm)
     events = [e async for e in pipeline.run(ChatRequest(Id="e2e", Question="payment-service requests time out. Why?"))]
     assert events[-1].event == "done" and events[-1].outcome in ("SUCCESS", "FALLBACK")
     assert sum(isinstance(e, ContentEvent) for e in events) == 1
