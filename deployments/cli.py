@@ -165,9 +165,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     from rag.store import KnowledgeStore
 
     cfg = load_config(args.config)
-    embedder = make_embedder(cfg.search.embedder)
+    embedder = make_embedder(cfg.search.embedder, cfg.search.bge_m3_model, cfg.search.embedder_device)
     # Milvus Lite's data dir belongs to one process: ingest before `serve`, or against a Milvus server.
-    store = KnowledgeStore(cfg.search.milvus_uri, cfg.search.collection, embedder.dim)
+    store = KnowledgeStore(cfg.search.milvus_uri, cfg.search.collection, embedder.dim, embedder.sparse)
     try:
         report = ingest_paths([Path(p) for p in args.paths], store, embedder, domain=args.domain)
     finally:
@@ -176,6 +176,36 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         f"ingested {report.documents} documents as {report.chunks} chunks "
         f"({report.skipped} empty skipped); the collection holds {report.collection_total} chunks"
     )
+    return 0
+
+
+def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
+    import asyncio
+    import tempfile
+
+    from rag.embedding import make_embedder
+    from rag.eval import evaluate, format_table
+
+    cfg = load_config(args.config)
+    dataset = Path(args.dataset)
+    if not dataset.is_dir():
+        print(f"raydiag: {dataset} is not a directory", file=sys.stderr)
+        return 2
+    embedder = make_embedder(cfg.search.embedder, cfg.search.bge_m3_model, cfg.search.embedder_device)
+    with tempfile.TemporaryDirectory(prefix="raydiag-eval-") as scratch:
+        # A Milvus server URI is used as is (a scratch collection, dropped after); the embedded default
+        # gets a scratch Milvus Lite file so evaluation never touches the service's data dir.
+        uri = cfg.search.milvus_uri if "://" in cfg.search.milvus_uri else f"{scratch}/eval.db"
+        try:
+            result = asyncio.run(evaluate(dataset, embedder, uri, split=args.split, fusion=cfg.search.fusion))
+        except (FileNotFoundError, ValueError) as err:
+            print(f"raydiag: {err}", file=sys.stderr)
+            return 2
+    print(format_table(dataset.name, result))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {args.out}")
     return 0
 
 
@@ -219,6 +249,13 @@ def build_parser() -> argparse.ArgumentParser:
     ing.add_argument("paths", nargs="+")
     ing.add_argument("--domain", default=None, help="knowledge domain (default: front matter or folder name)")
     ing.set_defaults(fn=_cmd_ingest)
+
+    ev = sub.add_parser("eval", help="evaluations").add_subparsers(dest="eval_command", required=True)
+    er = ev.add_parser("retrieval", help="dense / BM25 / hybrid nDCG@10 and recall on a BEIR-layout dataset")
+    er.add_argument("--dataset", required=True, help="directory with corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
+    er.add_argument("--split", default="test", help="qrels split (default test)")
+    er.add_argument("--out", default=None, help="write the JSON result here")
+    er.set_defaults(fn=_cmd_eval_retrieval)
 
     sub.add_parser("check-config", help="validate the config and print it").set_defaults(fn=_cmd_check_config)
     return parser

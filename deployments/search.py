@@ -8,20 +8,29 @@ import asyncio
 import numpy as np
 from ray import serve
 
-from rag.store import Hit, KnowledgeStore, SearchMode
+from rag.store import FusionSettings, Hit, KnowledgeStore, SearchMode
 
 
 @serve.deployment(name="search", num_replicas=1, max_ongoing_requests=64)
 class SearchDeployment:
-    def __init__(self, uri: str, collection: str, dim: int) -> None:
-        self.store = KnowledgeStore(uri, collection, dim)
+    def __init__(
+        self, uri: str, collection: str, dim: int, lexical: bool = False, fusion: FusionSettings | None = None
+    ) -> None:
+        self.store = KnowledgeStore(uri, collection, dim, lexical)
+        self.fusion = fusion or FusionSettings()
         self._lock = asyncio.Lock()  # Milvus Lite's client is not safe across threads
 
     async def search(
-        self, query: str, qvec: np.ndarray, mode: SearchMode, limit: int, domains: list[str] | None
+        self,
+        query: str,
+        qvec: np.ndarray,
+        qlex: dict[int, float] | None,
+        mode: SearchMode,
+        limit: int,
+        domains: list[str] | None,
     ) -> list[Hit]:
         async with self._lock:
-            return await asyncio.to_thread(self.store.search, query, qvec, mode, limit, domains)
+            return await asyncio.to_thread(self.store.search, query, qvec, mode, limit, domains, self.fusion, qlex)
 
     async def count(self) -> int:
         async with self._lock:

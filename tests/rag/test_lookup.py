@@ -11,7 +11,7 @@ import pytest
 
 from harness.contracts import RetrievalDetails
 from harness.tools.lookup_knowledge import LookupKnowledgeTool
-from rag.embedding import Usem3Embedder
+from rag.embedding import Encoded, Usem3Embedder
 from rag.ingest import ingest_paths
 from rag.lookup import KnowledgeLookupService, LookupSettings
 from rag.store import KnowledgeStore, domain_filter
@@ -35,11 +35,11 @@ def store(tmp_path_factory: pytest.TempPathFactory, embedder: Usem3Embedder) -> 
 
 
 def service(store: KnowledgeStore, embedder: Usem3Embedder, **kw: Any) -> KnowledgeLookupService:
-    async def embed(texts: list[str]) -> np.ndarray:
-        return embedder.embed_sync(texts)
+    async def embed(texts: list[str]) -> Encoded:
+        return embedder.encode_sync(texts)
 
-    async def search(q: str, v: np.ndarray, mode: Any, k: int, d: list[str] | None) -> Any:
-        return store.search(q, v, mode, k, d)
+    async def search(q: str, v: np.ndarray, lex: Any, mode: Any, k: int, d: list[str] | None) -> Any:
+        return store.search(q, v, mode, k, d, qlex=lex)
 
     return KnowledgeLookupService(embed, search, LookupSettings(**kw))
 

@@ -1,0 +1,76 @@
+"""Build a tiny, randomly initialised BGE-M3-shaped model directory offline (no hub access here).
+
+It has BGE-M3's layout: an XLM-RoBERTa encoder with a fast tokenizer, plus ``colbert_linear.pt`` and
+``sparse_linear.pt``, so FlagEmbedding's ``BGEM3FlagModel`` loads it and produces dense vectors and
+sparse lexical weights through the real code path. Its numbers mean nothing; its shapes and plumbing
+are what the tests check. The tokenizer is a word-level vocabulary trained on a few sentences of
+English and Chinese (Chinese split per character), enough for every test text to map to known ids.
+
+    python tests/fakes/tiny_bge_m3.py OUT_DIR      (run with an interpreter that has transformers)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HIDDEN = 32
+CORPUS = [
+    "database connection pool exhausted hikari timeout mysql slow query",
+    "jvm garbage collection full gc heap out of memory",
+    "kubernetes pod crashloop oomkilled node disk pressure",
+    "payment service latency p99 timeout checkout",
+    "数据库 连接池 耗尽 超时 慢查询 内存 溢出 支付 服务 延迟",
+]
+
+
+def build(out: Path) -> Path:
+    import torch
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast, XLMRobertaConfig, XLMRobertaModel
+
+    out.mkdir(parents=True, exist_ok=True)
+    special = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    tok.normalizer = normalizers.Lowercase()
+    # Whitespace + punctuation split, and each CJK character on its own (BERT-style Chinese handling).
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.train_from_iterator(CORPUS, trainers.WordLevelTrainer(special_tokens=special, min_frequency=1))
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", 0), ("</s>", 2)]
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        sep_token="</s>",
+        cls_token="<s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        mask_token="<mask>",
+        model_max_length=512,
+    )
+    fast.save_pretrained(out)
+
+    torch.manual_seed(0)
+    config = XLMRobertaConfig(
+        vocab_size=tok.get_vocab_size(),
+        hidden_size=HIDDEN,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=520,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+    )
+    XLMRobertaModel(config).save_pretrained(out)
+    torch.save(torch.nn.Linear(HIDDEN, HIDDEN).state_dict(), out / "colbert_linear.pt")
+    sparse = torch.nn.Linear(HIDDEN, 1)
+    torch.nn.init.constant_(sparse.bias, 1.0)  # every token gets a positive weight after the ReLU
+    torch.save(sparse.state_dict(), out / "sparse_linear.pt")
+    return out
+
+
+if __name__ == "__main__":
+    print(build(Path(sys.argv[1])))

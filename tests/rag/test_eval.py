@@ -1,0 +1,106 @@
+"""`raydiag eval retrieval`: BEIR loading, metrics, and a small end-to-end run through Milvus Lite."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rag.eval import doc_ranking, load_beir, ndcg_at, recall_at, score
+from rag.store import FusionSettings, fuse
+from tests.conftest import REPO
+
+DOCS = {
+    "D1": ("Disk full", "The node ran out of disk space: No space left on device. Clean old logs and expand the volume."),
+    "D2": ("Connection pool", "HikariCP connection pool exhausted; requests wait for a connection and time out."),
+    "D3": ("GC pauses", "Long full GC pauses in the JVM stop the application; heap usage is near the maximum."),
+    "D4": ("连接池耗尽", "数据库连接池耗尽导致请求超时，需要检查慢查询和连接泄漏。"),
+    "D5": ("Kafka lag", "Consumer lag grows when consumers are slower than producers on the topic."),
+}
+QUERIES = {
+    "q1": "no space left on device",
+    "q2": "connection pool exhausted timeout",
+    "q3": "数据库连接池耗尽",
+    "q4": "JVM full GC pause",
+    "q9": "unjudged query",
+}
+QRELS = [("q1", "D1", 1), ("q2", "D2", 1), ("q2", "D4", 1), ("q3", "D4", 2), ("q4", "D3", 1), ("q4", "D5", 0)]
+
+
+def write_beir(root: Path) -> Path:
+    (root / "qrels").mkdir(parents=True)
+    with (root / "corpus.jsonl").open("w", encoding="utf-8") as f:
+        for i, (t, x) in DOCS.items():
+            f.write(json.dumps({"_id": i, "title": t, "text": x}, ensure_ascii=False) + "\n")
+    with (root / "queries.jsonl").open("w", encoding="utf-8") as f:
+        for i, t in QUERIES.items():
+            f.write(json.dumps({"_id": i, "text": t}, ensure_ascii=False) + "\n")
+    rows = ["query-id\tcorpus-id\tscore"] + [f"{q}\t{d}\t{s}" for q, d, s in QRELS]
+    (root / "qrels" / "test.tsv").write_text("\n".join(rows) + "\n")
+    return root
+
+
+def test_metrics_by_hand() -> None:
+    rel = {"a": 1, "b": 1}
+    assert ndcg_at(["a", "b", "c"], rel) == pytest.approx(1.0)
+    # one hit at rank 2 of two relevant: (1/log2(3)) / (1 + 1/log2(3))
+    assert ndcg_at(["x", "a"], rel) == pytest.approx((1 / math.log2(3)) / (1 + 1 / math.log2(3)))
+    assert recall_at(["a", "x", "b"], rel, 2) == 0.5 and recall_at(["a", "x", "b"], rel, 3) == 1.0
+    assert doc_ranking(["d1", "d2", "d1", "d3"]) == ["d1", "d2", "d3"]
+    assert score({"q": ["a", "b"]}, {"q": rel, "r": {"z": 1}}) == {"ndcg@10": 0.5, "recall@10": 0.5, "recall@100": 0.5}
+
+
+def test_weighted_rrf_favours_the_heavier_list() -> None:
+    dense = [("k1", "d1", 0.9), ("k2", "d2", 0.8)]
+    bm25 = [("k2", "d2", 12.0), ("k3", "d3", 9.0)]
+    equal = fuse({"dense": dense, "bm25": bm25}, FusionSettings(), 10)
+    assert equal[0].key == "k2" and equal[0].ranks == {"dense": 2, "bm25": 1}
+    heavy_dense = fuse({"dense": dense, "bm25": bm25}, FusionSettings(dense_weight=1, bm25_weight=0), 10)
+    assert [r.key for r in heavy_dense][:2] == ["k1", "k2"]
+    alone = fuse({"bm25": bm25}, FusionSettings(), 1)
+    assert [(r.key, r.score) for r in alone] == [("k2", 12.0)]
+
+
+def test_load_beir_keeps_judged_queries_and_positive_grades(tmp_path: Path) -> None:
+    data = load_beir(write_beir(tmp_path / "ds"))
+    assert set(data.queries) == {"q1", "q2", "q3", "q4"}  # q9 has no judgement
+    assert data.qrels["q4"] == {"D3": 1}  # grade 0 is not relevant
+    with pytest.raises(FileNotFoundError, match="qrels/dev.tsv"):
+        load_beir(tmp_path / "ds", "dev")
+    (tmp_path / "bad" / "qrels").mkdir(parents=True)
+    (tmp_path / "bad" / "corpus.jsonl").write_text("{not json\n")
+    (tmp_path / "bad" / "queries.jsonl").write_text("")
+    (tmp_path / "bad" / "qrels" / "test.tsv").write_text("q\td\t1\n")
+    with pytest.raises(ValueError, match="corpus.jsonl:1"):
+        load_beir(tmp_path / "bad")
+
+
+def test_cli_eval_end_to_end(tmp_path: Path) -> None:
+    ds = write_beir(tmp_path / "ds")
+    out = tmp_path / "res.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "deployments.cli", "eval", "retrieval", "--dataset", str(ds), "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "hybrid" in done.stdout and "nDCG@10" in done.stdout
+    res = json.loads(out.read_text())
+    assert res["corpus"] == 5 and res["queries"] == 4
+    for mode in ("dense", "bm25", "hybrid"):
+        assert set(res[mode]) == {"ndcg@10", "recall@10", "recall@100"}
+    assert res["dense"]["recall@100"] == 1.0  # five documents: dense ranks every one of them
+    assert res["bm25"]["ndcg@10"] > 0.8 and res["hybrid"]["ndcg@10"] > 0.8
+    missing = subprocess.run(
+        [sys.executable, "-m", "deployments.cli", "eval", "retrieval", "--dataset", str(tmp_path / "nope")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert missing.returncode == 2 and "not a directory" in missing.stderr
