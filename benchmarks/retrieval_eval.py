@@ -37,9 +37,19 @@ def main() -> None:
         if args.only and name != args.only:
             continue
         with tempfile.TemporaryDirectory(prefix="raydiag-eval-") as scratch:
-            res = asyncio.run(evaluate(DATA / folder, embedder, f"{scratch}/eval.db", split, fusion=cfg.search.fusion))
+            res = asyncio.run(
+                evaluate(
+                    DATA / folder,
+                    embedder,
+                    f"{scratch}/eval.db",
+                    split,
+                    fusion=cfg.search.fusion,
+                    max_chars=cfg.search.chunk_max_chars,
+                )
+            )
         res["fusion"] = cfg.search.fusion.model_dump()
         res["embedder"] = cfg.search.embedder
+        res["chunk_max_chars"] = cfg.search.chunk_max_chars
         results[name] = res
         print(format_table(name, res), flush=True)
     OUT.parent.mkdir(parents=True, exist_ok=True)

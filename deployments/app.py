@@ -12,6 +12,19 @@ from deployments.embedder import EmbedderDeployment
 from deployments.ingress import Ingress
 from deployments.llm import LLMServer
 from deployments.search import SearchDeployment
+from rag.settings import SearchSettings
+
+
+def embedder_app(s: SearchSettings) -> Application:
+    """The embedder deployment for the configured backend."""
+    actor: dict[str, Any] = {"num_cpus": s.embedder_num_cpus, "num_gpus": s.embedder_num_gpus}
+    if s.embedder == "bge-m3":
+        # FlagEmbedding needs transformers<5 (vLLM pins 5.x): the replica runs in its own environment.
+        actor["runtime_env"] = {"py_executable": s.bge_m3_python}
+    return EmbedderDeployment.options(  # type: ignore[no-any-return, attr-defined]
+        ray_actor_options=actor,
+        max_ongoing_requests=max(128, s.embed_max_batch_size * 2),
+    ).bind(s.embedder, s.embed_max_batch_size, s.embed_batch_wait_s, s.bge_m3_model, s.embedder_device)
 
 
 def build_app(cfg: AppConfig, pipeline_cls: str = "harness.pipeline:DiagnosisPipeline") -> Application:
@@ -30,14 +43,7 @@ def build_app(cfg: AppConfig, pipeline_cls: str = "harness.pipeline:DiagnosisPip
     embedder = search = None
     if cfg.search.enabled:
         s = cfg.search
-        actor: dict[str, Any] = {"num_cpus": s.embedder_num_cpus, "num_gpus": s.embedder_num_gpus}
-        if s.embedder == "bge-m3":
-            # FlagEmbedding needs transformers<5 (vLLM pins 5.x): the replica runs in its own environment.
-            actor["runtime_env"] = {"py_executable": s.bge_m3_python}
-        embedder = EmbedderDeployment.options(  # type: ignore[attr-defined]
-            ray_actor_options=actor,
-            max_ongoing_requests=max(128, s.embed_max_batch_size * 2),
-        ).bind(s.embedder, s.embed_max_batch_size, s.embed_batch_wait_s, s.bge_m3_model, s.embedder_device)
+        embedder = embedder_app(s)
         search = SearchDeployment.options(  # type: ignore[attr-defined]
             num_replicas=1 if "://" not in s.milvus_uri else s.replicas,
             ray_actor_options={"num_cpus": 0},

@@ -167,9 +167,15 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     embedder = make_embedder(cfg.search.embedder, cfg.search.bge_m3_model, cfg.search.embedder_device)
     # Milvus Lite's data dir belongs to one process: ingest before `serve`, or against a Milvus server.
-    store = KnowledgeStore(cfg.search.milvus_uri, cfg.search.collection, embedder.dim, embedder.sparse)
+    store = KnowledgeStore(
+        cfg.search.milvus_uri, cfg.search.collection, embedder.dim, embedder.sparse, rebuild_outdated=True
+    )
+    if store.rebuilt:
+        print(f"the collection {cfg.search.collection!r} had an older schema: rebuilt it empty", file=sys.stderr)
     try:
-        report = ingest_paths([Path(p) for p in args.paths], store, embedder, domain=args.domain)
+        report = ingest_paths(
+            [Path(p) for p in args.paths], store, embedder, domain=args.domain, max_chars=cfg.search.chunk_max_chars
+        )
     finally:
         store.close()
     print(
@@ -197,7 +203,16 @@ def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
         # gets a scratch Milvus Lite file so evaluation never touches the service's data dir.
         uri = cfg.search.milvus_uri if "://" in cfg.search.milvus_uri else f"{scratch}/eval.db"
         try:
-            result = asyncio.run(evaluate(dataset, embedder, uri, split=args.split, fusion=cfg.search.fusion))
+            result = asyncio.run(
+                evaluate(
+                    dataset,
+                    embedder,
+                    uri,
+                    split=args.split,
+                    fusion=cfg.search.fusion,
+                    max_chars=cfg.search.chunk_max_chars,
+                )
+            )
         except (FileNotFoundError, ValueError) as err:
             print(f"raydiag: {err}", file=sys.stderr)
             return 2

@@ -166,6 +166,9 @@ def resolve_paths(cfg: AppConfig, base: Path | None = None) -> AppConfig:
     if "://" not in cfg.search.milvus_uri:
         cfg.search.milvus_uri = _abs(cfg.search.milvus_uri, base)
     cfg.llm.model_root = _abs(cfg.llm.model_root, base)
+    cfg.search.bge_m3_python = _abs(cfg.search.bge_m3_python, base)
+    if cfg.search.bge_m3_model:
+        cfg.search.bge_m3_model = _abs(cfg.search.bge_m3_model, base)
     cfg.telemetry.log_roots = [_abs(p, base) for p in cfg.telemetry.log_roots]
     cfg.telemetry.metric_roots = [_abs(p, base) for p in cfg.telemetry.metric_roots]
     return cfg

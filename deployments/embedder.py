@@ -51,6 +51,18 @@ class EmbedderDeployment:
     async def info(self) -> dict[str, object]:
         return {"dim": self.dim, "sparse": self.sparse, "backend": type(self.embedder).__name__}
 
+    async def interpreter(self) -> dict[str, str]:
+        """Which environment this replica runs in (the bge-m3 backend runs in its own)."""
+        import sys
+
+        try:
+            import transformers
+
+            version = str(transformers.__version__)
+        except ImportError:
+            version = ""
+        return {"executable": sys.executable, "transformers": version}
+
     async def stats(self) -> dict[str, object]:
         return {
             "batches": len(self.batch_sizes),

@@ -99,7 +99,12 @@ def _progress(label: str, n: int, total: int) -> None:
 
 
 async def index_corpus(
-    data: BeirDataset, store: KnowledgeStore, embedder: Embedder, progress: bool = True, batch: int = 64
+    data: BeirDataset,
+    store: KnowledgeStore,
+    embedder: Embedder,
+    progress: bool = True,
+    batch: int = 64,
+    max_chars: int = 700,
 ) -> tuple[int, dict[str, str]]:
     """Chunk + embed + insert the corpus; returns (chunks, internal doc id -> dataset doc id).
 
@@ -112,7 +117,9 @@ async def index_corpus(
         internal = f"d{n}"
         id_map[internal] = doc_id
         body = text if text.strip() else title
-        chunks += chunk_document(internal, body, domain="eval", source=doc_id, title=title or doc_id)
+        chunks += chunk_document(
+            internal, body, domain="eval", source=doc_id, title=title or doc_id, max_chars=max_chars
+        )
     done = 0
     for start in range(0, len(chunks), batch * 8):
         part = chunks[start : start + batch * 8]
@@ -158,13 +165,14 @@ async def evaluate(
     split: str = "test",
     fusion: FusionSettings | None = None,
     progress: bool = True,
+    max_chars: int = 700,
 ) -> dict[str, Any]:
     data = load_beir(directory, split)
     fusion = fusion or FusionSettings()
     store = KnowledgeStore(milvus_uri, f"raydiag_eval_{int(time.time() * 1000)}", embedder.dim, embedder.sparse)
     try:
         t0 = time.perf_counter()
-        n_chunks, id_map = await index_corpus(data, store, embedder, progress)
+        n_chunks, id_map = await index_corpus(data, store, embedder, progress, max_chars=max_chars)
         t1 = time.perf_counter()
         rankings = await run_queries(data, store, embedder, id_map, fusion, progress)
         t2 = time.perf_counter()

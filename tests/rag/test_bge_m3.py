@@ -7,28 +7,8 @@ import json
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from rag.bge_m3 import lexical_to_plain
-from tests.conftest import REPO
-
-BGE_PYTHON = REPO / ".venv-bge" / "bin" / "python"
-
-
-def run_bge(*args: str) -> str:
-    # No skip when the environment is missing: `make test` builds it (make install-bge), so its
-    # absence is a broken install and must fail loudly.
-    assert BGE_PYTHON.exists(), f"{BGE_PYTHON} missing: run `make install-bge`"
-    done = subprocess.run([str(BGE_PYTHON), *args], cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
-
-
-@pytest.fixture(scope="session")
-def tiny_bge_m3(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("tiny-bge-m3")
-    run_bge("tests/fakes/tiny_bge_m3.py", str(out))
-    return out
+from tests.conftest import REPO, run_bge
 
 
 def test_lexical_weights_become_int_keys_and_float_values() -> None:

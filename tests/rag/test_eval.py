@@ -8,14 +8,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rag.eval import doc_ranking, load_beir, ndcg_at, recall_at, score
-from rag.store import FusionSettings, fuse
+from rag.store import FusionSettings, confidence, fuse
 from tests.conftest import REPO
 
 DOCS = {
-    "D1": ("Disk full", "The node ran out of disk space: No space left on device. Clean old logs and expand the volume."),
+    "D1": (
+        "Disk full",
+        "The node ran out of disk space: No space left on device. Clean old logs and expand the volume.",
+    ),
     "D2": ("Connection pool", "HikariCP connection pool exhausted; requests wait for a connection and time out."),
     "D3": ("GC pauses", "Long full GC pauses in the JVM stop the application; heap usage is near the maximum."),
     "D4": ("连接池耗尽", "数据库连接池耗尽导致请求超时，需要检查慢查询和连接泄漏。"),
@@ -57,25 +61,43 @@ def test_metrics_by_hand() -> None:
 def test_weighted_rrf_favours_the_heavier_list() -> None:
     dense = [("k1", "d1", 0.9), ("k2", "d2", 0.8)]
     bm25 = [("k2", "d2", 12.0), ("k3", "d3", 9.0)]
-    equal = fuse({"dense": dense, "bm25": bm25}, FusionSettings(), 10)
+    equal = fuse({"dense": dense, "bm25": bm25}, FusionSettings(method="rrf", dense_weight=1, bm25_weight=1), 10)
     assert equal[0].key == "k2" and equal[0].ranks == {"dense": 2, "bm25": 1}
-    heavy_dense = fuse({"dense": dense, "bm25": bm25}, FusionSettings(dense_weight=1, bm25_weight=0), 10)
+    heavy_dense = fuse({"dense": dense, "bm25": bm25}, FusionSettings(method="rrf", dense_weight=1, bm25_weight=0), 10)
     assert [r.key for r in heavy_dense][:2] == ["k1", "k2"]
     alone = fuse({"bm25": bm25}, FusionSettings(), 1)
     assert [(r.key, r.score) for r in alone] == [("k2", 12.0)]
+
+
+def test_score_fusion_weighs_each_list_by_its_confidence() -> None:
+    # Dense barely separates its hits; BM25 has one standout (k3). By rank, equal-weight RRF sees
+    # three near-ties (k1 and k3 tie exactly, the key breaks it); score fusion trusts the standout.
+    dense = [("k1", "d1", 0.50), ("k2", "d2", 0.49), ("k3", "d3", 0.45)]
+    bm25 = [("k3", "d3", 20.0), ("k2", "d2", 2.0), ("k1", "d1", 1.0)]
+    f = FusionSettings(method="score", dense_weight=0.5, bm25_weight=0.5)
+    out = fuse({"dense": dense, "bm25": bm25}, f, 3)
+    assert out[0].key == "k3"
+    cd = confidence(np.array([0.50, 0.49, 0.45]))
+    cb = confidence(np.array([20.0, 2.0, 1.0]))
+    assert cb > cd > 0
+    assert out[0].score == pytest.approx(0.5 * cb * 1.0 + 0.5 * cd * 0.0)
+    rrf = fuse({"dense": dense, "bm25": bm25}, FusionSettings(method="rrf", dense_weight=1, bm25_weight=1), 3)
+    assert rrf[0].key == "k1"
+    single_value = fuse({"dense": [("k", "d", 0.3)], "bm25": [("k", "d", 5.0)]}, f, 1)
+    assert single_value[0].score == pytest.approx(1.0)  # one hit per list: each normalises to 1, confidence 1
 
 
 def test_load_beir_keeps_judged_queries_and_positive_grades(tmp_path: Path) -> None:
     data = load_beir(write_beir(tmp_path / "ds"))
     assert set(data.queries) == {"q1", "q2", "q3", "q4"}  # q9 has no judgement
     assert data.qrels["q4"] == {"D3": 1}  # grade 0 is not relevant
-    with pytest.raises(FileNotFoundError, match="qrels/dev.tsv"):
+    with pytest.raises(FileNotFoundError, match=r"qrels/dev\.tsv"):
         load_beir(tmp_path / "ds", "dev")
     (tmp_path / "bad" / "qrels").mkdir(parents=True)
     (tmp_path / "bad" / "corpus.jsonl").write_text("{not json\n")
     (tmp_path / "bad" / "queries.jsonl").write_text("")
     (tmp_path / "bad" / "qrels" / "test.tsv").write_text("q\td\t1\n")
-    with pytest.raises(ValueError, match="corpus.jsonl:1"):
+    with pytest.raises(ValueError, match=r"corpus\.jsonl:1"):
         load_beir(tmp_path / "bad")
 
 
@@ -104,3 +126,24 @@ def test_cli_eval_end_to_end(tmp_path: Path) -> None:
         text=True,
     )
     assert missing.returncode == 2 and "not a directory" in missing.stderr
+
+
+def test_outdated_collection_is_refused_then_rebuilt_by_ingest(tmp_path: Path) -> None:
+    from pymilvus import DataType, MilvusClient
+
+    from rag.store import KnowledgeStore
+
+    uri = str(tmp_path / "old.db")
+    c = MilvusClient(uri)
+    s = c.create_schema(auto_id=False)
+    s.add_field("key", DataType.VARCHAR, is_primary=True, max_length=300)
+    s.add_field("dense", DataType.FLOAT_VECTOR, dim=4)
+    idx = c.prepare_index_params()
+    idx.add_index("dense", index_type="FLAT", metric_type="IP")
+    c.create_collection("kb", schema=s, index_params=idx)
+    c.close()
+    with pytest.raises(RuntimeError, match="raydiag ingest"):
+        KnowledgeStore(uri, "kb", 4)
+    store = KnowledgeStore(uri, "kb", 4, rebuild_outdated=True)
+    assert store.rebuilt and "text_en" in store._fields() and store.count() == 0
+    store.close()
