@@ -21,7 +21,7 @@ def embedder_app(s: SearchSettings) -> Application:
     if s.embedder == "bge-m3":
         # FlagEmbedding needs transformers<5 (vLLM pins 5.x): the replica runs in its own environment.
         actor["runtime_env"] = {"py_executable": s.bge_m3_python}
-    return EmbedderDeployment.options(  # type: ignore[no-any-return, attr-defined]
+    return EmbedderDeployment.options(  # type: ignore[attr-defined]
         ray_actor_options=actor,
         max_ongoing_requests=max(128, s.embed_max_batch_size * 2),
     ).bind(s.embedder, s.embed_max_batch_size, s.embed_batch_wait_s, s.bge_m3_model, s.embedder_device)

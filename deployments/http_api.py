@@ -11,12 +11,13 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
+from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol, TypeVar
 
 from fastapi import FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -61,6 +62,35 @@ def _validation_message(err: ValidationError | RequestValidationError) -> str:
         where = ".".join(str(p) for p in item.get("loc", ()) if p != "body") or "body"
         parts.append(f"{where}: {item.get('msg')}")
     return "; ".join(parts)
+
+
+CONSOLE = Path(__file__).parent / "console"
+CONSOLE_ASSETS = {"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8"}
+# The console loads only its own files: no inline script or style, nothing from another origin.
+CONSOLE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+    "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-cache",
+}
+
+
+def add_console_routes(app: FastAPI) -> None:
+    """The web console: one static page (chat, trace view, run list) routed in the browser."""
+
+    async def page() -> Response:
+        return Response(
+            (CONSOLE / "index.html").read_bytes(), media_type="text/html; charset=utf-8", headers=CONSOLE_HEADERS
+        )
+
+    for path in ("/", "/runs", "/runs/{sessionId}/{runId}"):
+        app.add_api_route(path, page, methods=["GET"], include_in_schema=False)
+
+    @app.get("/console/{name}", include_in_schema=False)
+    async def asset(name: str) -> Response:
+        if name not in CONSOLE_ASSETS:  # a fixed list: no path ever reaches the file system
+            return error(404, "NOT_FOUND", f"no console asset {name!r}")
+        return Response((CONSOLE / name).read_bytes(), media_type=CONSOLE_ASSETS[name], headers=CONSOLE_HEADERS)
 
 
 RunChat = Callable[[ChatRequest, str | None], AsyncGenerator[SseEvent, None]]
@@ -204,6 +234,8 @@ def create_api(
             )
         )
         return JSONResponse({"stored": True, "runId": fb.runId}, status_code=202)
+
+    add_console_routes(app)
 
     @app.get("/healthz", summary="Each component's state")
     async def healthz() -> JSONResponse:

@@ -161,7 +161,7 @@ class KnowledgeLookupService:
 
     def _postprocess(self, hits: list[Hit]) -> tuple[list[Hit], bool]:
         """Quality gate (dense similarity), dedupe, then the character budget. The order stays the
-        search's (RRF in hybrid mode): the gate filters, it does not re-rank."""
+        search's (fused in hybrid mode): the gate filters, it does not re-rank."""
         seen_keys: set[str] = set()
         seen_text: set[str] = set()
         kept: list[Hit] = []
