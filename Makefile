@@ -8,7 +8,7 @@ STAMP   := $(VENV)/.stamp-install
 CONFIG  ?= configs/serve.local.yaml
 PYTEST_ARGS ?=
 
-.PHONY: install install-bge run test test-fast lint typecheck fmt bench mariadb clean
+.PHONY: install install-bge browser run test test-fast lint typecheck fmt bench mariadb clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -46,6 +46,15 @@ run: install
 	$(BIN)/raydiag --config $(CONFIG) ingest knowledge/runbooks
 	$(BIN)/raydiag --config $(CONFIG) serve
 
+# Browser tests drive Debian's Chromium through Playwright (its own browser builds cannot be
+# downloaded here); CJK fonts so Chinese renders in screenshots.
+browser:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -d /usr/share/fonts/opentype/noto ]; then \
+	  echo "installing chromium"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver fonts-noto-cjk >/dev/null; \
+	fi
+	@/usr/bin/chromium --version
+
 # The MySQL test tier needs MariaDB on 127.0.0.1:3306 (root, no password); start it if it is down.
 mariadb:
 	@if ! mysqladmin -h 127.0.0.1 -u root --connect-timeout=2 ping >/dev/null 2>&1; then \
@@ -55,7 +64,7 @@ mariadb:
 	fi
 	@mysqladmin -h 127.0.0.1 -u root --connect-timeout=2 ping
 
-test: install install-bge mariadb
+test: install install-bge browser mariadb
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: install

@@ -63,8 +63,10 @@ class AuditDeploymentSettings(_Section):
 
 
 class LLMSettings(_Section):
-    backend: Literal["none", "vllm"] = Field(
-        default="none", description="'vllm' serves the model below; 'none' runs without a model (skeleton answers)."
+    backend: Literal["none", "vllm", "scripted"] = Field(
+        default="none",
+        description="'vllm' serves the model below; 'scripted' is a deterministic zero-latency model for load "
+        "tests and demos (harness/rules_model.py); 'none' runs without a model (skeleton answers).",
     )
     model: str = Field(
         default="qwen2.5-coder-0.5b-instruct",

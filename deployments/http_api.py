@@ -6,6 +6,7 @@ once a stream has started, errors are ``failure`` events followed by ``done``.
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import time
@@ -78,10 +79,11 @@ CONSOLE_HEADERS = {
 def add_console_routes(app: FastAPI) -> None:
     """The web console: one static page (chat, trace view, run list) routed in the browser."""
 
-    async def page() -> Response:
-        return Response(
-            (CONSOLE / "index.html").read_bytes(), media_type="text/html; charset=utf-8", headers=CONSOLE_HEADERS
-        )
+    async def page(request: Request) -> Response:
+        # Mounted under a route prefix (Serve's root_path), the page's links and API calls carry it.
+        base = html.escape(str(request.scope.get("root_path", "")).rstrip("/"), quote=True)
+        text = (CONSOLE / "index.html").read_text(encoding="utf-8").replace("{{BASE}}", base)
+        return Response(text, media_type="text/html; charset=utf-8", headers=CONSOLE_HEADERS)
 
     for path in ("/", "/runs", "/runs/{sessionId}/{runId}"):
         app.add_api_route(path, page, methods=["GET"], include_in_schema=False)

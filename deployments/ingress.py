@@ -20,7 +20,9 @@ from deployments.http_api import create_api, error
 from deployments.llm_client import LLMHandleModel
 from deployments.openai_api import add_openai_routes
 from harness.contracts import ChatRequest, SseEvent
+from harness.model import ChatModel
 from harness.pipeline import DiagnosisPipeline
+from harness.rules_model import RulesModel
 from harness.wiring import build_pipeline
 from rag.embedding import Encoded
 from rag.lookup import KnowledgeLookupService, LookupSettings
@@ -32,6 +34,12 @@ log = logging.getLogger(__name__)
 def _import(path: str) -> Any:
     module, _, name = path.partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+def _model(cfg: AppConfig, llm: DeploymentHandle | None) -> ChatModel | None:
+    if cfg.llm.backend == "scripted":
+        return RulesModel()  # the zero-latency profile for load tests and demos (harness/rules_model.py)
+    return LLMHandleModel(llm) if llm is not None else None
 
 
 def _lookup(
@@ -120,7 +128,7 @@ class Ingress:
             self.sink,
             cfg.harness,
             cfg.telemetry,
-            model=LLMHandleModel(llm) if llm is not None else None,
+            model=_model(cfg, llm),
             lookup=_lookup(cfg, embedder, search),
             pipeline_cls=cls,
         )

@@ -4,6 +4,9 @@
 "use strict";
 
 const store = window.sessionStorage;
+// The path prefix the service is mounted under ("" at the root; "/scripted" for an app with that
+// route prefix): every API call and console route is relative to it.
+const BASE = document.querySelector('meta[name="raydiag-base"]').content.replace(/\/$/, "");
 const KEY = "raydiag.apiKey";
 const SESSION = "raydiag.session";
 
@@ -33,7 +36,7 @@ function headers(extra) {
 }
 
 async function api(path, opts) {
-  const res = await fetch(path, Object.assign({}, opts, { headers: headers((opts || {}).headers) }));
+  const res = await fetch(BASE + path, Object.assign({}, opts, { headers: headers((opts || {}).headers) }));
   let body = null;
   try { body = await res.json(); } catch (_) { body = null; }
   if (!res.ok) {
@@ -91,13 +94,17 @@ async function* sse(response) {
 
 // ---------------------------------------------------------------- chat view
 
-function renderReferenceList(refs, keys) {
+function renderReferenceList(refs, keys, used) {
   // An analysis item cites evidence keys (a runbook chunk "doc#chunk-n", a tool call id); each
-  // expands to the reference that carries the cited excerpt.
+  // expands to the reference that carries the cited excerpt. References come in citation order, so
+  // several chunks of one document take that document's references in turn (``used``).
   const out = [];
+  used = used || new Set();
   for (const key of keys) {
     const doc = key.split("#")[0];
-    const ref = refs.find((r) => r.tool_call_id === key || r.source === key || r.source === doc);
+    const matches = refs.filter((r) => r.tool_call_id === key || r.source === key || r.source === doc);
+    const ref = matches.find((r) => !used.has(r)) || matches[0];
+    if (ref) used.add(ref);
     out.push(el("details", { class: "ref" },
       el("summary", { text: key }),
       ref ? el("div", {},
@@ -113,8 +120,7 @@ function renderReferenceList(refs, keys) {
 function renderReport(payload) {
   const r = payload.report;
   const refs = payload.references || [];
-  const cited = new Set();
-  for (const a of r.analysis) for (const k of a.evidence_keys || []) cited.add(k);
+  const used = new Set();
   return el("div", { class: "report" },
     el("div", { class: "banner success", text: "Diagnosis report — every claim cites a tool call" }),
     el("h4", { text: "Conclusion" }), el("p", { class: "conclusion", text: r.conclusion.text }),
@@ -122,7 +128,7 @@ function renderReport(payload) {
     r.analysis.map((a) => el("div", { class: "analysis " + a.status },
       el("div", {}, el("span", { class: "badge" + (a.status === "NORMAL" ? "" : " warn"), text: a.status }),
         el("code", { text: a.id }), " ", a.text),
-      renderReferenceList(refs, a.evidence_keys || []))),
+      renderReferenceList(refs, a.evidence_keys || [], used))),
     r.action_plan.length ? [el("h4", { text: "Action plan" }), el("ol", {}, r.action_plan.map((x) => el("li", { text: x })))] : null,
     r.recommendations.length ? [el("h4", { text: "Recommendations" }), el("ul", {}, r.recommendations.map((x) => el("li", { text: x })))] : null,
     el("h4", { text: "Limitations" }), el("p", { text: r.limitations.scope }),
@@ -164,7 +170,7 @@ async function ask(question) {
   let sawDone = false;
   const step = (text, cls) => { const li = el("li", { class: cls || "" }, el("span", { class: "t", text: clock(t0) }), text); progress.append(li); return li; };
   try {
-    const res = await fetch("/api/chat", {
+    const res = await fetch(BASE + "/api/chat", {
       method: "POST",
       headers: headers({ "Content-Type": "application/json", "Accept": "text/event-stream" }),
       body: JSON.stringify({ Id: sid, Question: question }),
@@ -218,7 +224,7 @@ async function ask(question) {
 
 // ---------------------------------------------------------------- trace view
 
-function tracePath(sid, rid) { return "/runs/" + encodeURIComponent(sid) + "/" + encodeURIComponent(rid); }
+function tracePath(sid, rid) { return BASE + "/runs/" + encodeURIComponent(sid) + "/" + encodeURIComponent(rid); }
 
 function ms(t) { return Date.parse(t.endsWith("Z") ? t : t + "Z"); }
 
@@ -331,8 +337,8 @@ function renderFeedback(sid, rid) {
     } catch (err) { state.textContent = "not stored: " + err.message; }
   };
   return el("div", { class: "feedback" }, comment,
-    el("button", { type: "button", id: "thumbs-up", onclick: () => send("up"), text: "👍 Helpful" }), " ",
-    el("button", { type: "button", id: "thumbs-down", onclick: () => send("down"), text: "👎 Not helpful" }), " ", state);
+    el("button", { type: "button", id: "thumbs-up", onclick: () => send("up"), text: "+1 Helpful" }), " ",
+    el("button", { type: "button", id: "thumbs-down", onclick: () => send("down"), text: "-1 Not helpful" }), " ", state);
 }
 
 async function showTrace(sid, rid) {
@@ -385,7 +391,8 @@ async function showRuns() {
 // ---------------------------------------------------------------- routing
 
 function route() {
-  const path = window.location.pathname;
+  let path = window.location.pathname;
+  if (BASE && path.startsWith(BASE)) path = path.slice(BASE.length) || "/";
   const m = /^\/runs\/([^/]+)\/([^/]+)$/.exec(path);
   document.getElementById("chat-view").hidden = !!m || path === "/runs";
   document.getElementById("trace-view").hidden = !m;
@@ -402,7 +409,7 @@ document.addEventListener("click", (e) => {
 });
 window.addEventListener("popstate", route);
 
-document.getElementById("nav-runs").addEventListener("click", (e) => { e.preventDefault(); navigate("/runs"); });
+document.getElementById("nav-runs").addEventListener("click", (e) => { e.preventDefault(); navigate(BASE + "/runs"); });
 document.getElementById("session-id").textContent = sessionId();
 document.getElementById("new-session").addEventListener("click", () => {
   store.setItem(SESSION, newSessionId());

@@ -9,6 +9,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -109,3 +110,35 @@ def serve_app(model_dir: Path) -> Iterator[dict[str, str]]:
 async def client(serve_app: dict[str, str]) -> httpx.AsyncClient:
     async with httpx.AsyncClient(base_url=serve_app["base"], timeout=60) as c:
         yield c  # type: ignore[misc]
+
+
+@pytest.fixture(scope="session")
+def scripted_app(serve_app: dict[str, str]) -> dict[str, str]:
+    """The scripted-model profile (llm.backend: scripted) as a second Serve application at /scripted.
+
+    It is one more ingress sharing the session app's audit writer, embedder and search replicas
+    (Milvus Lite has one owner), so the console and load tests see real retrieval and a real audit
+    trail with zero model time."""
+    from ray import serve
+
+    from deployments.config import parse_config
+    from deployments.ingress import Ingress
+
+    cfg = parse_config(
+        {
+            "llm": {"backend": "scripted"},
+            "audit": {"db_url": serve_app["db_url"], "spill_path": tempfile.mktemp(prefix="raydiag-spill-")},
+            "ingress": {"num_cpus": 0},
+        },
+        "scripted-test",
+        env={},
+    )
+
+    def handle(name: str) -> Any:
+        return serve.get_deployment_handle(name, app_name="raydiag")
+
+    app = Ingress.options(name="ingress-scripted", ray_actor_options={"num_cpus": 0}).bind(  # type: ignore[attr-defined]
+        cfg, handle("audit"), None, handle("embedder"), handle("search"), "harness.pipeline:DiagnosisPipeline"
+    )
+    serve.run(app, name="scripted", route_prefix="/scripted")
+    return {**serve_app, "base": serve_app["base"] + "/scripted"}
