@@ -49,10 +49,22 @@ def build_app(cfg: AppConfig, pipeline_cls: str = "harness.pipeline:DiagnosisPip
             ray_actor_options={"num_cpus": 0},
         ).bind(s.milvus_uri, s.collection, s.dim(), s.embedder == "bge-m3", s.fusion)
     return Ingress.options(  # type: ignore[attr-defined]
-        num_replicas=cfg.ingress.num_replicas,
-        max_ongoing_requests=cfg.ingress.max_ongoing_requests,
-        ray_actor_options={"num_cpus": cfg.ingress.num_cpus},
+        **ingress_options(cfg)
     ).bind(cfg, audit, llm, embedder, search, pipeline_cls)
+
+
+def ingress_options(cfg: AppConfig) -> dict[str, Any]:
+    """Replicas (fixed, or autoscaled on open streams per replica), concurrency and CPUs of the ingress."""
+    scale: dict[str, Any] = (
+        {"autoscaling_config": cfg.ingress.autoscaling.serve_config()}
+        if cfg.ingress.autoscaling
+        else {"num_replicas": cfg.ingress.num_replicas}
+    )
+    return {
+        **scale,
+        "max_ongoing_requests": cfg.ingress.max_ongoing_requests,
+        "ray_actor_options": {"num_cpus": cfg.ingress.num_cpus},
+    }
 
 
 def app_builder(args: dict[str, Any]) -> Application:

@@ -226,7 +226,9 @@ def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
 
 def _cmd_check_config(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
-    print(json.dumps(cfg.model_dump(), indent=2))
+    data = cfg.model_dump()
+    data["auth"]["api_keys"] = {tenant: "***" for tenant in data["auth"]["api_keys"]}  # never print a key
+    print(json.dumps(data, indent=2))
     return 0
 
 

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from audit.settings import AuditSettings
+from deployments.auth import parse_keys
 from harness.settings import HarnessSettings, TelemetrySettings
 from rag.settings import SearchSettings
 
@@ -34,6 +35,14 @@ class ServerSettings(_Section):
     port: int = Field(default=8000, gt=0, lt=65536, description="HTTP port. Overridden by RAYDIAG_PORT.")
 
 
+class AuthSettings(_Section):
+    api_keys: dict[str, str] = Field(
+        default_factory=dict,
+        description="tenant -> API key. When any is set, /api/* and /v1/* need 'Authorization: Bearer <key>' and a "
+        "tenant sees only its own sessions. Set with RAYDIAG_API_KEYS='tenant:key,…' rather than in a file.",
+    )
+
+
 class RaySettings(_Section):
     address: str | None = Field(
         default=None, description="Ray cluster address ('auto' for an existing cluster); None starts one."
@@ -46,8 +55,35 @@ class RaySettings(_Section):
     temp_dir: str = Field(default="var/ray", description="Private Ray temp dir of a locally started Ray.")
 
 
+class AutoscalingSettings(_Section):
+    """Ray Serve's autoscaling_config for a deployment: replicas follow ongoing requests per replica."""
+
+    min_replicas: int = Field(default=1, ge=0, description="Fewest replicas.")
+    max_replicas: int = Field(default=4, gt=0, description="Most replicas.")
+    target_ongoing_requests: float = Field(
+        default=16, gt=0, description="Ongoing requests (open SSE streams) per replica Serve aims for."
+    )
+    upscale_delay_s: float = Field(default=5.0, ge=0, description="Load must persist this long before scaling up.")
+    downscale_delay_s: float = Field(default=60.0, ge=0, description="Idle this long before scaling down.")
+    metrics_interval_s: float = Field(default=1.0, gt=0, description="How often replicas report their load.")
+    look_back_period_s: float = Field(default=5.0, gt=0, description="Window the load is averaged over.")
+
+    @model_validator(mode="after")
+    def _bounds(self) -> AutoscalingSettings:
+        if self.min_replicas > self.max_replicas:
+            raise ValueError("min_replicas must not exceed max_replicas")
+        return self
+
+    def serve_config(self) -> dict[str, Any]:
+        return self.model_dump()
+
+
 class IngressSettings(_Section):
     num_replicas: int = Field(default=1, gt=0, description="Ingress replicas (HTTP + SSE + pipeline).")
+    autoscaling: AutoscalingSettings | None = Field(
+        default=None,
+        description="When set, Serve scales the ingress between min and max replicas (num_replicas unused).",
+    )
     max_ongoing_requests: int = Field(
         default=64, gt=0, description="Concurrent requests (open SSE streams) one ingress replica accepts."
     )
@@ -95,6 +131,7 @@ class AppConfig(_Section):
     """Everything ``build_app`` needs to build the Ray Serve application."""
 
     server: ServerSettings = Field(default_factory=ServerSettings, description="HTTP endpoint.")
+    auth: AuthSettings = Field(default_factory=AuthSettings, description="API keys and tenants.")
     ray: RaySettings = Field(default_factory=RaySettings, description="How to reach or start Ray.")
     ingress: IngressSettings = Field(default_factory=IngressSettings, description="The ingress deployment.")
     audit: AuditSettings = Field(default_factory=AuditSettings, description="The audit trail.")
@@ -120,6 +157,15 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
 
 
 def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    if env.get("RAYDIAG_API_KEYS"):
+        try:
+            keys = parse_keys(env["RAYDIAG_API_KEYS"])
+        except ValueError as err:
+            raise ConfigError(str(err)) from None  # the message never repeats a key
+        auth = data.setdefault("auth", {})
+        if not isinstance(auth, dict):
+            raise ConfigError("RAYDIAG_API_KEYS: cannot override auth: it is not a section")
+        auth["api_keys"] = keys
     for var, path in ENV_OVERRIDES.items():
         if var not in env:
             continue

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from audit.records import AuditRecord
+from deployments.auth import ApiKeyMiddleware
 from deployments.sse import frame_event
 from harness.contracts import ChatRequest, SseEvent
 
@@ -76,6 +77,11 @@ CONSOLE_HEADERS = {
 }
 
 
+def tenant_of(request: Request) -> str | None:
+    """The tenant ApiKeyMiddleware authenticated (None when authentication is off)."""
+    return getattr(request.state, "tenant", None)
+
+
 def add_console_routes(app: FastAPI) -> None:
     """The web console: one static page (chat, trace view, run list) routed in the browser."""
 
@@ -104,6 +110,7 @@ def create_api(
     emit_record: Callable[[AuditRecord], None],
     flush_audit: Callable[[], Awaitable[bool]],
     max_body_bytes: int,
+    api_keys: dict[str, str] | None = None,
 ) -> FastAPI:
     app = FastAPI(
         title="raydiag",
@@ -173,11 +180,12 @@ def create_api(
         req = await parse_body(request, ChatRequest)
         if isinstance(req, JSONResponse):
             return req
+        tenant = tenant_of(request)
 
         async def stream() -> AsyncIterator[bytes]:
             n = 0
             # aclosing: on client disconnect the pipeline is closed now (recorded ABORTED), not at GC.
-            async with aclosing(run_chat(req, None)) as events:
+            async with aclosing(run_chat(req, tenant)) as events:
                 async for event in events:
                     n += 1
                     yield frame_event(event, n)
@@ -194,19 +202,19 @@ def create_api(
         return JSONResponse(result["value"])
 
     @app.get("/api/diagnosis/{sessionId}/trace", summary="Replay one run's audit trail")
-    async def trace(sessionId: SessionId, runId: RunId = None) -> JSONResponse:
+    async def trace(request: Request, sessionId: SessionId, runId: RunId = None) -> JSONResponse:
         await flush_audit()
-        return await _trace_reply(await audit.trace(sessionId, runId, None))
+        return await _trace_reply(await audit.trace(sessionId, runId, tenant_of(request)))
 
     @app.get("/api/diagnosis/{sessionId}/trace/reasoning", summary="Provider reasoning and assistant text")
-    async def reasoning(sessionId: SessionId, runId: RunId = None) -> JSONResponse:
+    async def reasoning(request: Request, sessionId: SessionId, runId: RunId = None) -> JSONResponse:
         await flush_audit()
-        return await _trace_reply(await audit.reasoning(sessionId, runId, None))
+        return await _trace_reply(await audit.reasoning(sessionId, runId, tenant_of(request)))
 
     @app.get("/api/diagnosis/{sessionId}/runs", summary="The session's runs, newest first")
-    async def runs(sessionId: SessionId) -> JSONResponse:
+    async def runs(request: Request, sessionId: SessionId) -> JSONResponse:
         await flush_audit()
-        result = await audit.runs(sessionId, None)
+        result = await audit.runs(sessionId, tenant_of(request))
         return JSONResponse({"session_id": sessionId, "runs": result.get("value", [])})
 
     @app.post(
@@ -224,7 +232,7 @@ def create_api(
         if isinstance(fb, JSONResponse):
             return fb
         await flush_audit()
-        if not await audit.run_exists(sessionId, fb.runId, None):
+        if not await audit.run_exists(sessionId, fb.runId, tenant_of(request)):
             return error(404, "NOT_FOUND", f"no run {fb.runId} in session {sessionId}")
         emit_record(
             AuditRecord(
@@ -238,6 +246,8 @@ def create_api(
         return JSONResponse({"stored": True, "runId": fb.runId}, status_code=202)
 
     add_console_routes(app)
+    if api_keys:
+        app.add_middleware(ApiKeyMiddleware, keys=api_keys)
 
     @app.get("/healthz", summary="Each component's state")
     async def healthz() -> JSONResponse:

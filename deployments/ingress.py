@@ -149,6 +149,7 @@ class Ingress:
             emit_record=self._emit,
             flush_audit=self._flush,
             max_body_bytes=self.cfg.ingress.max_body_bytes,
+            api_keys=self.cfg.auth.api_keys,
         )
         if self.llm is not None:
             add_openai_routes(app, self.llm, error)

@@ -51,6 +51,7 @@ class Ranked:
     doc_id: str
     score: float
     ranks: dict[str, int]  # mode -> 1-based rank in that mode's list
+    dense_score: float | None = None  # cosine similarity, when the key is in the dense list
 
 
 class FusionSettings(BaseModel):
@@ -94,9 +95,10 @@ def confidence(scores: np.ndarray) -> float:
 def fuse(lists: dict[str, list[tuple[str, str, float]]], fusion: FusionSettings, limit: int) -> list[Ranked]:
     """Fuse (key, doc_id, score) lists, best first. One list alone keeps its own order and scores."""
     weights = {"dense": fusion.dense_weight, "bm25": fusion.bm25_weight, "lexical": fusion.lexical_weight}
+    dense = {k: s for k, _, s in lists.get("dense", [])}
     if len(lists) == 1:
         ((mode, items),) = lists.items()
-        return [Ranked(k, d, s, {mode: i}) for i, (k, d, s) in enumerate(items[:limit], 1)]
+        return [Ranked(k, d, s, {mode: i}, dense.get(k)) for i, (k, d, s) in enumerate(items[:limit], 1)]
     acc: dict[str, Ranked] = {}
     for mode, items in lists.items():
         scores = np.asarray([s for _, _, s in items], dtype=np.float64)
@@ -104,7 +106,7 @@ def fuse(lists: dict[str, list[tuple[str, str, float]]], fusion: FusionSettings,
         lo = float(scores.min()) if len(items) else 0.0
         weight = weights[mode] * (confidence(scores) if fusion.method == "score" else 1.0)
         for i, (key, doc_id, s) in enumerate(items, 1):
-            r = acc.setdefault(key, Ranked(key, doc_id, 0.0, {}))
+            r = acc.setdefault(key, Ranked(key, doc_id, 0.0, {}, dense.get(key)))
             if fusion.method == "rrf":
                 r.score += weight / (fusion.k + i)
             else:
@@ -318,13 +320,15 @@ class KnowledgeStore:
             lists["lexical"] = self._ranked([qlex], "lexical", {"metric_type": "IP"}, depth, expr)
         return fuse(lists, fusion, limit)
 
-    _FIELDS = ["key", "doc_id", "title", "heading", "text", "domain", "dense"]
+    _FIELDS = ["key", "doc_id", "title", "heading", "text", "domain"]
 
-    def fetch(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+    def fetch(self, keys: list[str], fields: list[str] | None = None) -> dict[str, dict[str, Any]]:
         if not keys:
             return {}
         rows = self.client.query(
-            self.collection, filter=f"key in {json.dumps(keys, ensure_ascii=False)}", output_fields=self._FIELDS
+            self.collection,
+            filter=f"key in {json.dumps(keys, ensure_ascii=False)}",
+            output_fields=fields or self._FIELDS,
         )
         return {str(r["key"]): r for r in rows}
 
@@ -341,11 +345,20 @@ class KnowledgeStore:
         """Ranked hits with their text and dense similarity to the query (the quality gate's input)."""
         ranked = self.rank(query, qvec, mode, limit, domains, fusion, qlex)
         rows = self.fetch([r.key for r in ranked])
+        # The dense list already gave most hits their similarity; vectors are read (and decoded,
+        # which is slow in pymilvus) only for hits that came from the lexical lists alone.
+        missing = [r.key for r in ranked if r.dense_score is None]
+        vectors = self.fetch(missing, ["key", "dense"]) if missing else {}
         out = []
         for r in ranked:
             e = rows.get(r.key)
             if e is None:  # deleted between rank and fetch (a concurrent re-ingest)
                 continue
-            sim = float(np.dot(np.asarray(e["dense"], dtype=np.float32), qvec))
+            if r.dense_score is not None:
+                sim = r.dense_score
+            elif r.key in vectors:
+                sim = float(np.dot(np.asarray(vectors[r.key]["dense"], dtype=np.float32), qvec))
+            else:
+                continue
             out.append(Hit(r.key, e["doc_id"], e["title"], e["heading"], e["text"], e["domain"], r.score, sim))
         return out

@@ -1,0 +1,320 @@
+"""End-to-end load over real HTTP/SSE against the running Serve application.
+
+Starts Ray and the app on 127.0.0.1 (SQLite audit trail, Milvus Lite with the bundled runbooks), then
+for each profile and concurrency level runs that many chat sessions at once, several rounds, and
+measures time to first event, time to `done`, runs/s, errors and the per-stage time split. After each
+level every run's trace is read back: its tokens must reconcile and its timeline must be complete
+(contiguous sequence numbers ending in RUN_FINISHED, persisted = returned). Writes
+benchmarks/results/sse_load.json and sse_load.png.
+
+Profiles: ``scripted`` (llm.backend scripted: zero model time; what remains is the service) and
+``vllm`` (the embedded vLLM model on CPU; slow here, so fewer levels by default).
+
+    python benchmarks/sse_load.py [--profiles scripted,vllm] [--levels 1,8,32,64] [--vllm-levels 1,8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from deployments.sse import parse  # noqa: E402
+
+OUT = ROOT / "benchmarks" / "results"
+# Two event loops on two cores: one ingress replica kept new streams waiting behind the CPU work of
+# 32 open ones (time-to-first-event p99 ~300 ms at 32 streams; measured with one vs two).
+INGRESS_REPLICAS = int(os.environ.get("RAYDIAG_BENCH_INGRESS_REPLICAS", "1"))
+QUESTIONS = [
+    "payment-service p99 latency jumped at 10:00 and HikariCP reports pool exhaustion. Root cause?",
+    "支付服务 10 点后超时增多，数据库连接池耗尽，根因是什么？",
+    "Kafka consumer lag keeps growing on the orders topic, what should I check?",
+    "JVM full GC pauses of several seconds on checkout-service, heap near max",
+    "节点磁盘满了 No space left on device，怎么处理？",
+    "Redis cache evictions spiked and API latency doubled",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+async def one_chat(client: httpx.AsyncClient, session: str, question: str) -> dict[str, Any]:
+    start = time.perf_counter()
+    first = None
+    chunks: list[str] = []
+    try:
+        async with client.stream("POST", "/api/chat", json={"Id": session, "Question": question}) as r:
+            if r.status_code != 200:
+                return {"error": f"HTTP {r.status_code}", "done_ms": (time.perf_counter() - start) * 1000}
+            async for chunk in r.aiter_text():
+                if first is None and chunk.strip():
+                    first = time.perf_counter()
+                chunks.append(chunk)
+    except httpx.HTTPError as err:
+        return {"error": type(err).__name__, "done_ms": (time.perf_counter() - start) * 1000}
+    end = time.perf_counter()
+    events = parse("".join(chunks))
+    names = [n for n, _ in events]
+    meta = next((d for n, d in events if n == "metadata"), {})
+    done = [d for n, d in events if n == "done"]
+    error = None
+    if names.count("done") != 1 or names[-1] != "done":
+        error = "stream did not end with exactly one done"
+    elif done[0].get("outcome") == "FAILED":
+        error = "run FAILED: " + json.dumps([d for n, d in events if n == "failure"])[:200]
+    return {
+        "session": session,
+        "run_id": meta.get("run_id"),
+        "ttfe_ms": ((first or end) - start) * 1000,
+        "done_ms": (end - start) * 1000,
+        "content_type": next((d.get("content_type") for n, d in events if n == "content"), None),
+        "error": error,
+    }
+
+
+def stage_split(trace: dict[str, Any]) -> dict[str, float]:
+    """Milliseconds per phase: each gap between consecutive timeline events goes to the later one's phase."""
+    tl = trace.get("timeline") or []
+    out: dict[str, float] = {}
+    prev = None
+    for e in tl:
+        t = datetime.fromisoformat(e["created_at"]).timestamp()
+        if prev is not None:
+            out[e["phase"]] = out.get(e["phase"], 0.0) + (t - prev) * 1000
+        prev = t
+    return out
+
+
+async def check_traces(base: str, results: list[dict[str, Any]]) -> tuple[int, int, dict[str, float]]:
+    """(unreconciled runs, runs with missing events, mean ms per stage) from the trace API."""
+    unreconciled = missing = 0
+    splits: list[dict[str, float]] = []
+    async with httpx.AsyncClient(base_url=base, timeout=60) as c:
+        for r in results:
+            if not r.get("run_id"):
+                missing += 1
+                continue
+            resp = await c.get(f"/api/diagnosis/{r['session']}/trace", params={"runId": r["run_id"]})
+            if resp.status_code != 200:
+                missing += 1
+                continue
+            tr = resp.json()
+            s = tr["summary"]
+            unreconciled += 0 if s["tokens_reconciled"] else 1
+            tl = tr["timeline"]
+            complete = (
+                s["timeline_contiguous"]
+                and s["persisted"] == s["returned"]
+                and bool(tl)
+                and tl[-1]["event_type"] == "RUN_FINISHED"
+            )
+            missing += 0 if complete else 1
+            splits.append(stage_split(tr))
+    phases = sorted({p for sp in splits for p in sp})
+    mean = {p: round(statistics.fmean(sp.get(p, 0.0) for sp in splits), 2) for p in phases} if splits else {}
+    return unreconciled, missing, mean
+
+
+async def run_level(base: str, profile: str, concurrency: int, rounds: int) -> dict[str, Any]:
+    limits = httpx.Limits(max_connections=concurrency + 4, max_keepalive_connections=concurrency + 4)
+    results: list[dict[str, Any]] = []
+    # Closed loop: `concurrency` sessions, each asking `rounds` questions back to back (a follow-up
+    # starts when the previous answer is done), so there are always `concurrency` streams open. Each
+    # session's first chat opens its connection and is not counted: the numbers are steady state,
+    # not the connection burst of the first second (that chat's stream is still checked for errors).
+    warmups: list[dict[str, Any]] = []
+    measure_from = asyncio.Event()
+    started = 0
+
+    async def session(i: int) -> None:
+        nonlocal started
+        warmups.append(await one_chat(client, f"load-{profile}-{concurrency}-{i}", QUESTIONS[i % len(QUESTIONS)]))
+        started += 1
+        if started == concurrency:
+            measure_from.set()
+        await measure_from.wait()
+        for rnd in range(rounds):
+            q = QUESTIONS[(rnd + i + 1) % len(QUESTIONS)]
+            results.append(await one_chat(client, f"load-{profile}-{concurrency}-{i}", q))
+
+    async with httpx.AsyncClient(base_url=base, timeout=600, limits=limits) as client:
+        tasks = [asyncio.create_task(session(i)) for i in range(concurrency)]
+        await measure_from.wait()
+        start = time.perf_counter()
+        await asyncio.gather(*tasks)
+        wall = time.perf_counter() - start
+    ok = [r for r in results if not r.get("error")]
+    unreconciled, missing, stages = await check_traces(base, results)
+    errors = [r["error"] for r in results + warmups if r.get("error")]
+    return {
+        "runs": len(results),
+        "errors": len(errors),  # counted and warm-up chats alike
+        "error_samples": errors[:3],
+        "ttfe_p50_ms": round(pct([r["ttfe_ms"] for r in ok], 0.5), 1),
+        "ttfe_p99_ms": round(pct([r["ttfe_ms"] for r in ok], 0.99), 1),
+        "done_p50_ms": round(pct([r["done_ms"] for r in ok], 0.5), 1),
+        "done_p99_ms": round(pct([r["done_ms"] for r in ok], 0.99), 1),
+        "runs_per_s": round(len(ok) / wall, 2),
+        "unreconciled": unreconciled,
+        "missing_events": missing,
+        "content_types": {ct: sum(1 for r in ok if r["content_type"] == ct) for ct in {r["content_type"] for r in ok}},
+        "stage_ms_mean": stages,
+    }
+
+
+def start_app(profile: str, work: Path, port: int) -> Any:
+    from ray import serve
+
+    from deployments.app import build_app
+    from deployments.config import parse_config
+    from deployments.runtime import start_ray
+
+    llm: dict[str, Any] = {"backend": "scripted"}
+    if profile == "vllm":
+        llm = {"backend": "vllm", "model": os.environ.get("RAYDIAG_BENCH_MODEL", "qwen2.5-coder-0.5b-instruct")}
+        llm.update({"model_root": str(ROOT / "var" / "models"), "max_model_len": 8192, "num_cpus": 1})
+    cfg = parse_config(
+        {
+            "server": {"host": "127.0.0.1", "port": port},
+            "ray": {"num_cpus": 2, "auth_mode": "disabled", "temp_dir": str(work / "ray")},
+            "ingress": {"max_ongoing_requests": 128, "num_cpus": 0.25, "num_replicas": INGRESS_REPLICAS},
+            "llm": llm,
+            "search": {"milvus_uri": str(work / "milvus.db")},
+            "audit": {"db_url": f"sqlite:///{work / 'audit.db'}", "spill_path": str(work / "spill.jsonl")},
+        },
+        f"sse-load-{profile}",
+        env={},
+    )
+    if profile == "vllm":
+        from deployments.model_pull import pull
+
+        pull(llm["model"], Path(llm["model_root"]))
+    # Milvus Lite is filled before the search replica opens it, in its own process (one owner).
+    cfg_file = work / "ingest.yaml"
+    cfg_file.write_text(f"search:\n  milvus_uri: {cfg.search.milvus_uri}\n")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "deployments.cli",
+            "--config",
+            str(cfg_file),
+            "ingest",
+            str(ROOT / "knowledge" / "runbooks"),
+        ],
+        check=True,
+        cwd=ROOT,
+        capture_output=True,
+    )
+    from audit.migrate import upgrade
+
+    upgrade(cfg.audit.db_url)
+    start_ray(cfg)
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    serve.run(build_app(cfg), name="raydiag", route_prefix="/")
+    return cfg
+
+
+def stop_app() -> None:
+    import ray
+    from ray import serve
+
+    serve.shutdown()
+    ray.shutdown()
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for profile, levels in results["profiles"].items():
+        xs = sorted(int(c) for c in levels)
+
+        def get(key: str, levels: dict[str, Any] = levels, xs: list[int] = xs) -> list[float]:
+            return [levels[str(c)][key] for c in xs]
+
+        ax1.plot(xs, get("ttfe_p50_ms"), "o-", label=f"{profile} first event p50")
+        ax1.plot(xs, get("ttfe_p99_ms"), "o--", label=f"{profile} first event p99")
+        ax1.plot(xs, get("done_p50_ms"), "s-", label=f"{profile} done p50")
+        ax1.plot(xs, get("done_p99_ms"), "s--", label=f"{profile} done p99")
+        ax2.plot(xs, get("runs_per_s"), "o-", label=profile)
+    for ax in (ax1, ax2):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("concurrent chat sessions")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    ax1.set_yscale("log")
+    ax1.set_ylabel("latency (ms)")
+    ax1.set_title("SSE latency percentiles")
+    ax2.set_ylabel("runs/s")
+    ax2.set_title("Throughput")
+    fig.suptitle("raydiag over HTTP/SSE on 2 CPUs (Ray Serve, Milvus Lite, SQLite audit)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--profiles", default="scripted,vllm")
+    parser.add_argument("--levels", default="1,8,32,64", help="concurrency levels of the scripted profile")
+    parser.add_argument("--vllm-levels", default="1,8", help="concurrency levels of the vllm profile")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per level (each round = one run per session)")
+    parser.add_argument("--vllm-rounds", type=int, default=1)
+    args = parser.parse_args()
+
+    out_json = OUT / "sse_load.json"
+    results: dict[str, Any] = json.loads(out_json.read_text()) if out_json.exists() else {}
+    results.setdefault("profiles", {})
+    for profile in args.profiles.split(","):
+        levels = [int(x) for x in (args.vllm_levels if profile == "vllm" else args.levels).split(",")]
+        rounds = args.vllm_rounds if profile == "vllm" else args.rounds
+        port = free_port()
+        with tempfile.TemporaryDirectory(prefix="sse-load-") as tmp:
+            start_app(profile, Path(tmp), port)
+            base = f"http://127.0.0.1:{port}"
+            try:
+                asyncio.run(run_level(base, profile, 2, 1))  # warm-up: first lookups load models
+                per_level = {}
+                for c in levels:
+                    per_level[str(c)] = asyncio.run(run_level(base, profile, c, rounds))
+                    print(profile, c, json.dumps(per_level[str(c)]), flush=True)
+                results["profiles"][profile] = per_level
+            finally:
+                stop_app()
+    results["machine"] = "2 CPUs, 24 GiB, no GPU"
+    OUT.mkdir(parents=True, exist_ok=True)
+    out_json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    plot(results, OUT / "sse_load.png")
+    print(f"wrote {out_json} and {OUT / 'sse_load.png'}")
+
+
+if __name__ == "__main__":
+    main()
