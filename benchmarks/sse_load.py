@@ -140,6 +140,47 @@ async def check_traces(base: str, results: list[dict[str, Any]]) -> tuple[int, i
     return unreconciled, missing, mean
 
 
+async def run_fixed_work(base: str, profile: str, concurrency: int, runs: int) -> dict[str, Any]:
+    """The same `runs` diagnosis questions at every level, `concurrency` at a time: with run times
+    that vary 10x between questions (a real model), only a fixed workload compares levels fairly."""
+    queue = [QUESTIONS[i % len(QUESTIONS)] for i in range(runs)]
+    results: list[dict[str, Any]] = []
+    limits = httpx.Limits(max_connections=concurrency + 4, max_keepalive_connections=concurrency + 4)
+
+    async def worker(i: int) -> None:
+        while queue:
+            q = queue.pop(0)
+            results.append(await one_chat(client, f"load-{profile}-{concurrency}-{i}-{len(queue)}", q))
+
+    async with httpx.AsyncClient(base_url=base, timeout=900, limits=limits) as client:
+        start = time.perf_counter()
+        await asyncio.gather(*(worker(i) for i in range(concurrency)))
+        wall = time.perf_counter() - start
+    return await summarise(base, results, [], wall)
+
+
+async def summarise(
+    base: str, results: list[dict[str, Any]], warmups: list[dict[str, Any]], wall: float
+) -> dict[str, Any]:
+    ok = [r for r in results if not r.get("error")]
+    unreconciled, missing, stages = await check_traces(base, results)
+    errors = [r["error"] for r in results + warmups if r.get("error")]
+    return {
+        "runs": len(results),
+        "errors": len(errors),  # counted and warm-up chats alike
+        "error_samples": errors[:3],
+        "ttfe_p50_ms": round(pct([r["ttfe_ms"] for r in ok], 0.5), 1),
+        "ttfe_p99_ms": round(pct([r["ttfe_ms"] for r in ok], 0.99), 1),
+        "done_p50_ms": round(pct([r["done_ms"] for r in ok], 0.5), 1),
+        "done_p99_ms": round(pct([r["done_ms"] for r in ok], 0.99), 1),
+        "runs_per_s": round(len(ok) / wall, 3),
+        "unreconciled": unreconciled,
+        "missing_events": missing,
+        "content_types": {ct: sum(1 for r in ok if r["content_type"] == ct) for ct in {r["content_type"] for r in ok}},
+        "stage_ms_mean": stages,
+    }
+
+
 async def run_level(base: str, profile: str, concurrency: int, rounds: int) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=concurrency + 4, max_keepalive_connections=concurrency + 4)
     results: list[dict[str, Any]] = []
@@ -168,23 +209,7 @@ async def run_level(base: str, profile: str, concurrency: int, rounds: int) -> d
         start = time.perf_counter()
         await asyncio.gather(*tasks)
         wall = time.perf_counter() - start
-    ok = [r for r in results if not r.get("error")]
-    unreconciled, missing, stages = await check_traces(base, results)
-    errors = [r["error"] for r in results + warmups if r.get("error")]
-    return {
-        "runs": len(results),
-        "errors": len(errors),  # counted and warm-up chats alike
-        "error_samples": errors[:3],
-        "ttfe_p50_ms": round(pct([r["ttfe_ms"] for r in ok], 0.5), 1),
-        "ttfe_p99_ms": round(pct([r["ttfe_ms"] for r in ok], 0.99), 1),
-        "done_p50_ms": round(pct([r["done_ms"] for r in ok], 0.5), 1),
-        "done_p99_ms": round(pct([r["done_ms"] for r in ok], 0.99), 1),
-        "runs_per_s": round(len(ok) / wall, 2),
-        "unreconciled": unreconciled,
-        "missing_events": missing,
-        "content_types": {ct: sum(1 for r in ok if r["content_type"] == ct) for ct in {r["content_type"] for r in ok}},
-        "stage_ms_mean": stages,
-    }
+    return await summarise(base, results, warmups, wall)
 
 
 def start_app(profile: str, work: Path, port: int) -> Any:
@@ -287,7 +312,7 @@ def main() -> None:
     parser.add_argument("--levels", default="1,8,32,64", help="concurrency levels of the scripted profile")
     parser.add_argument("--vllm-levels", default="1,8", help="concurrency levels of the vllm profile")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per level (each round = one run per session)")
-    parser.add_argument("--vllm-rounds", type=int, default=1)
+    parser.add_argument("--vllm-runs", type=int, default=8, help="the vllm profile's fixed workload per level")
     args = parser.parse_args()
 
     out_json = OUT / "sse_load.json"
@@ -295,7 +320,7 @@ def main() -> None:
     results.setdefault("profiles", {})
     for profile in args.profiles.split(","):
         levels = [int(x) for x in (args.vllm_levels if profile == "vllm" else args.levels).split(",")]
-        rounds = args.vllm_rounds if profile == "vllm" else args.rounds
+        rounds = args.rounds
         port = free_port()
         with tempfile.TemporaryDirectory(prefix="sse-load-") as tmp:
             start_app(profile, Path(tmp), port)
@@ -304,7 +329,10 @@ def main() -> None:
                 asyncio.run(run_level(base, profile, 2, 1))  # warm-up: first lookups load models
                 per_level = {}
                 for c in levels:
-                    per_level[str(c)] = asyncio.run(run_level(base, profile, c, rounds))
+                    if profile == "vllm":
+                        per_level[str(c)] = asyncio.run(run_fixed_work(base, profile, c, args.vllm_runs))
+                    else:
+                        per_level[str(c)] = asyncio.run(run_level(base, profile, c, rounds))
                     print(profile, c, json.dumps(per_level[str(c)]), flush=True)
                 results["profiles"][profile] = per_level
             finally:

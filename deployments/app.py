@@ -72,6 +72,7 @@ def ingress_options(cfg: AppConfig) -> dict[str, Any]:
     return {
         **replicas(cfg.ingress.num_replicas, cfg.ingress.autoscaling),
         "max_ongoing_requests": cfg.ingress.max_ongoing_requests,
+        "max_queued_requests": cfg.ingress.max_queued_requests,
         "ray_actor_options": {"num_cpus": cfg.ingress.num_cpus},
     }
 

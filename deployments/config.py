@@ -85,10 +85,26 @@ class IngressSettings(_Section):
         description="When set, Serve scales the ingress between min and max replicas (num_replicas unused).",
     )
     max_ongoing_requests: int = Field(
-        default=64, gt=0, description="Concurrent requests (open SSE streams) one ingress replica accepts."
+        default=128, gt=0, description="Concurrent requests (open SSE streams) one ingress replica accepts."
     )
     num_cpus: float = Field(default=0.5, ge=0, description="CPUs reserved per ingress replica.")
     max_body_bytes: int = Field(default=64 * 1024, gt=0, description="Largest accepted request body.")
+    max_concurrent_runs: int = Field(
+        default=96,
+        gt=0,
+        description="Chat runs in flight per replica; more get 429 + Retry-After (no queue). Keep it below "
+        "max_ongoing_requests so trace and health requests still get through.",
+    )
+    max_runs_per_tenant: int = Field(
+        default=32, gt=0, description="Chat runs in flight per authenticated tenant per replica."
+    )
+    retry_after_s: int = Field(default=2, gt=0, description="Retry-After of a 429.")
+    max_queued_requests: int = Field(
+        default=64,
+        gt=0,
+        description="Requests Serve holds waiting for a replica slot beyond max_ongoing_requests (then 503): "
+        "a bounded queue.",
+    )
 
 
 class AuditDeploymentSettings(_Section):

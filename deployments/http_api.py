@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from audit.records import AuditRecord
 from deployments.auth import ApiKeyMiddleware
+from deployments.limits import RunLimiter
 from deployments.sse import frame_event
 from harness.contracts import ChatRequest, SseEvent
 
@@ -111,6 +112,8 @@ def create_api(
     flush_audit: Callable[[], Awaitable[bool]],
     max_body_bytes: int,
     api_keys: dict[str, str] | None = None,
+    limiter: RunLimiter | None = None,
+    retry_after_s: int = 2,
 ) -> FastAPI:
     app = FastAPI(
         title="raydiag",
@@ -168,6 +171,7 @@ def create_api(
             413: {"description": "body too large"},
             415: {"description": "not application/json"},
             422: {"description": "invalid fields"},
+            429: {"description": "too many runs in flight for the service or the tenant (Retry-After)"},
         },
         openapi_extra={
             "requestBody": {
@@ -181,14 +185,23 @@ def create_api(
         if isinstance(req, JSONResponse):
             return req
         tenant = tenant_of(request)
+        slot, reason = limiter.acquire(tenant) if limiter else (0, "")
+        if slot is None:
+            return error(429, "TOO_MANY_RUNS", reason, headers={"Retry-After": str(retry_after_s)})
 
         async def stream() -> AsyncIterator[bytes]:
             n = 0
-            # aclosing: on client disconnect the pipeline is closed now (recorded ABORTED), not at GC.
-            async with aclosing(run_chat(req, tenant)) as events:
-                async for event in events:
-                    n += 1
-                    yield frame_event(event, n)
+            if limiter:
+                limiter.start(slot)
+            try:
+                # aclosing: on client disconnect the pipeline is closed now (recorded ABORTED), not at GC.
+                async with aclosing(run_chat(req, tenant)) as events:
+                    async for event in events:
+                        n += 1
+                        yield frame_event(event, n)
+            finally:
+                if limiter:
+                    limiter.release(slot)
 
         return StreamingResponse(
             stream(),

@@ -17,6 +17,7 @@ from audit.records import AuditRecord
 from deployments.audit_client import BufferedAuditSink
 from deployments.config import AppConfig
 from deployments.http_api import create_api, error
+from deployments.limits import RunLimiter
 from deployments.llm_client import LLMHandleModel
 from deployments.openai_api import add_openai_routes
 from harness.contracts import ChatRequest, SseEvent
@@ -150,6 +151,8 @@ class Ingress:
             flush_audit=self._flush,
             max_body_bytes=self.cfg.ingress.max_body_bytes,
             api_keys=self.cfg.auth.api_keys,
+            limiter=RunLimiter(self.cfg.ingress.max_concurrent_runs, self.cfg.ingress.max_runs_per_tenant),
+            retry_after_s=self.cfg.ingress.retry_after_s,
         )
         if self.llm is not None:
             add_openai_routes(app, self.llm, error)

@@ -1,0 +1,60 @@
+"""Admission control for chat runs, per ingress replica: a cap on runs in flight and a cap per
+tenant. A request over either gets 429 with Retry-After before its stream starts; nothing queues.
+
+A slot is reserved when the request is admitted and released when its stream ends. A stream that
+never starts (the client left before the response began) would hold its slot forever, so a
+reservation not started within ``start_timeout_s`` is reclaimed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+
+
+@dataclass
+class _Slot:
+    tenant: str
+    reserved_at: float
+    started: bool = False
+
+
+class RunLimiter:
+    def __init__(self, max_runs: int, max_per_tenant: int, start_timeout_s: float = 30.0) -> None:
+        self.max_runs = max_runs
+        self.max_per_tenant = max_per_tenant
+        self.start_timeout_s = start_timeout_s
+        self._slots: dict[int, _Slot] = {}
+        self._ids = itertools.count(1)
+
+    def _reclaim(self, now: float) -> None:
+        stale = [k for k, s in self._slots.items() if not s.started and now - s.reserved_at > self.start_timeout_s]
+        for k in stale:
+            del self._slots[k]
+
+    def in_flight(self, tenant: str | None = None) -> int:
+        if tenant is None:
+            return len(self._slots)
+        return sum(1 for s in self._slots.values() if s.tenant == tenant)
+
+    def acquire(self, tenant: str | None) -> tuple[int | None, str]:
+        """(slot id, "") when admitted; (None, reason) when over a limit."""
+        now = time.monotonic()
+        self._reclaim(now)
+        who = tenant or "-"
+        if len(self._slots) >= self.max_runs:
+            return None, f"the service is running {len(self._slots)} diagnoses, its limit; try again shortly"
+        # Without authentication every caller is the same anonymous tenant: only the global cap applies.
+        if tenant is not None and self.in_flight(who) >= self.max_per_tenant:
+            return None, f"{self.max_per_tenant} diagnoses of this tenant are running, its limit; try again shortly"
+        slot = next(self._ids)
+        self._slots[slot] = _Slot(who, now)
+        return slot, ""
+
+    def start(self, slot: int) -> None:
+        if slot in self._slots:
+            self._slots[slot].started = True
+
+    def release(self, slot: int) -> None:
+        self._slots.pop(slot, None)
