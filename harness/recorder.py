@@ -8,6 +8,7 @@ reported its usage.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from typing import Any
 
 from audit.records import AuditRecord, RecordKind
 from harness.protocols import AuditSink
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -55,21 +58,22 @@ class RunRecorder:
         self.tool_call_count = 0
         self.finished = False
         self.bound_step_index: int | None = None
+        self.emit_failures = 0
 
     # -- plumbing ----------------------------------------------------------------------------
 
     def _emit(self, kind: RecordKind, data: dict[str, Any]) -> None:
         self._seq += 1
-        self.sink.emit(
-            AuditRecord(
-                kind=kind,
-                run_id=self.run_id,
-                session_id=self.session_id,
-                seq=self._seq,
-                ts=self.clock(),
-                data=data,
-            )
+        record = AuditRecord(
+            kind=kind, run_id=self.run_id, session_id=self.session_id, seq=self._seq, ts=self.clock(), data=data
         )
+        try:
+            self.sink.emit(record)
+        except Exception as err:
+            # The sink's contract is a non-blocking hand-off that buffers and spills through outages;
+            # one that raises anyway must not take the user's answer down with it. Loud, but not fatal.
+            self.emit_failures += 1
+            log.error("audit sink rejected %s #%d of run %s: %s", kind, self._seq, self.run_id, type(err).__name__)
 
     @property
     def records_emitted(self) -> int:

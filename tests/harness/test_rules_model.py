@@ -25,7 +25,9 @@ class OneRunbook:
                     "title": "HikariCP pool exhaustion",
                     "heading": "Symptoms",
                     "domain": "database",
-                    "text": 'Requests fail with "Connection is not available, request timed out after 30000ms".\n'
+                    # As the store returns it: the heading path first, then the section's text.
+                    "text": "HikariCP pool exhaustion > Symptoms\n"
+                    'Requests fail with "Connection is not available, request timed out after 30000ms".\n'
                     "Check maximumPoolSize and leaked connections.",
                 }
             ]
