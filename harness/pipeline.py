@@ -40,7 +40,7 @@ from harness.stages import evidence_guard
 from harness.stages.base import RunContext, StageError
 from harness.stages.executor import ExecutorOutcome, execute
 from harness.stages.planner import plan
-from harness.stages.release import Release, fallback, report
+from harness.stages.release import Release, fallback, report, withhold_instructions
 from harness.stages.router import route
 from harness.stages.verifier import missing_facts, retry_context, verifier_input, verify
 from harness.tools.base import Tool, ToolBoundary
@@ -218,6 +218,9 @@ class DiagnosisPipeline:
                 ctx.boundary.ledger,
             )
         assert release is not None
+        release, withheld = withhold_instructions(release)
+        if withheld:
+            rec.timeline("RELEASE", "INSTRUCTIONS_WITHHELD", None, fields=withheld)
         rec.timeline(
             "RELEASE",
             "RELEASE_DECISION",

@@ -20,6 +20,7 @@ from harness.contracts import (
     SafeFallbackPayload,
     VerifierOutput,
 )
+from harness.instruction_guard import withhold
 from harness.tools.base import LedgerEntry
 
 SOURCE_TYPES = {"lookup_knowledge": "RAG", "query_logs": "LOGS", "query_metrics": "METRICS", "read_skill": "SKILL"}
@@ -133,3 +134,15 @@ def fallback(
         fallback_type=kind, text=text, confirmed=confirmed, gaps=all_gaps, next_steps=steps, references=refs
     )
     return Release("SAFE_FALLBACK", payload, "FALLBACK", text, head)
+
+
+def withhold_instructions(release: Release) -> tuple[Release, int]:
+    """The release with any text that repeats the stage prompts withheld (harness/instruction_guard.py)."""
+    payload, n_payload = withhold(release.payload.model_dump())
+    answer, n_answer = withhold(release.answer)
+    conclusion, n_conclusion = withhold(release.conclusion)
+    total = n_payload + n_answer + n_conclusion
+    if not total:
+        return release, 0
+    model = type(release.payload).model_validate(payload)
+    return Release(release.content_type, model, release.outcome, answer, conclusion), total
