@@ -212,7 +212,7 @@ async def run_level(base: str, profile: str, concurrency: int, rounds: int) -> d
     return await summarise(base, results, warmups, wall)
 
 
-def start_app(profile: str, work: Path, port: int) -> Any:
+def start_app(profile: str, work: Path, port: int, extra: dict[str, Any] | None = None) -> Any:
     from ray import serve
 
     from deployments.app import build_app
@@ -230,7 +230,11 @@ def start_app(profile: str, work: Path, port: int) -> Any:
             "ingress": {"max_ongoing_requests": 128, "num_cpus": 0.25, "num_replicas": INGRESS_REPLICAS},
             "llm": llm,
             "search": {"milvus_uri": str(work / "milvus.db")},
-            "audit": {"db_url": f"sqlite:///{work / 'audit.db'}", "spill_path": str(work / "spill.jsonl")},
+            "audit": {
+                "db_url": f"sqlite:///{work / 'audit.db'}",
+                "spill_path": str(work / "spill.jsonl"),
+                **(extra or {}).get("audit", {}),
+            },
         },
         f"sse-load-{profile}",
         env={},
