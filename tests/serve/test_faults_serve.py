@@ -85,3 +85,96 @@ async def test_search_going_down_ends_every_stream_and_loses_no_audit_event(serv
                     assert tools[0]["status"] != "success" or details.get("evidence_status") == "ERROR"
     finally:
         serve.delete("faults")
+
+
+@pytest.mark.mysql
+async def test_mariadb_cut_15s_under_20_sessions_loses_and_duplicates_nothing(
+    serve_app: dict[str, str], mysql_url: str
+) -> None:
+    """The issue's outage: the audit database gone for 15 s while 20 sessions chat, then back."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from audit.settings import AuditSettings
+    from deployments.audit_actor import AuditWriterDeployment
+    from tests.fakes.tcp_proxy import TcpProxy
+
+    url = make_url(mysql_url)
+    proxy = TcpProxy(url.host or "127.0.0.1", url.port or 3306)
+    via_proxy = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    work = tempfile.mkdtemp(prefix="raydiag-dbfault-")
+    audit = AuditWriterDeployment.options(name="audit-dbfault", ray_actor_options={"num_cpus": 0}).bind(  # type: ignore[attr-defined]
+        AuditSettings(db_url=via_proxy, spill_path=f"{work}/spill.jsonl", retry_max_s=2.0, flush_interval_s=0.05)
+    )
+    cfg = parse_config(
+        {"llm": {"backend": "scripted"}, "audit": {"db_url": via_proxy, "spill_path": f"{work}/ingress-spill.jsonl"}},
+        "dbfault-test",
+        env={},
+    )
+    serve.run(audit, name="dbfaultaudit", route_prefix=None)
+    ingress = Ingress.options(name="ingress-dbfault", ray_actor_options={"num_cpus": 0}).bind(  # type: ignore[attr-defined]
+        cfg,
+        serve.get_deployment_handle("audit-dbfault", app_name="dbfaultaudit"),
+        None,
+        serve.get_deployment_handle("embedder", app_name="raydiag"),
+        serve.get_deployment_handle("search", app_name="raydiag"),
+        "harness.pipeline:DiagnosisPipeline",
+    )
+    serve.run(ingress, name="dbfault", route_prefix="/dbfault")
+    outage = asyncio.Event()
+    runs: list[list[tuple[str, dict[str, Any]]]] = []
+    try:
+        async with httpx.AsyncClient(base_url=serve_app["base"] + "/dbfault", timeout=120) as client:
+
+            async def session(i: int) -> None:
+                k = 0
+                while k < 2 or not outage.is_set():
+                    runs.append(await _chat(client, f"dbfault-{i}"))
+                    k += 1
+
+            async def cut() -> None:
+                await asyncio.sleep(1)
+                proxy.cut()
+                await asyncio.sleep(15)
+                proxy.resume()
+                outage.set()
+
+            await asyncio.gather(cut(), *(session(i) for i in range(20)))
+            assert len(runs) > 40
+            for events in runs:
+                names = [n for n, _ in events]
+                assert names.count("done") == 1 and names[-1] == "done"
+            # After the outage the writer drains what it held; every run's trail must be whole.
+            for events in runs:
+                meta = events[0][1]
+                for _ in range(60):
+                    r = await client.get(f"/api/diagnosis/{meta['session_id']}/trace", params={"runId": meta["run_id"]})
+                    if r.status_code == 200:
+                        s = r.json()["summary"]
+                        tl = r.json()["timeline"]
+                        if (
+                            s["timeline_contiguous"]
+                            and s["persisted"] == s["returned"]
+                            and tl[-1]["event_type"] == "RUN_FINISHED"
+                        ):
+                            break
+                    await asyncio.sleep(1)
+                else:
+                    raise AssertionError(f"run {meta['run_id']} lost audit events")
+        engine = create_engine(mysql_url)
+        with engine.connect() as conn:
+            dup = conn.execute(
+                text(
+                    "SELECT COUNT(*) FROM (SELECT run_id, sequence_no FROM diagnosis_trace_event "
+                    "GROUP BY run_id, sequence_no HAVING COUNT(*) > 1) d"
+                )
+            ).scalar_one()
+            finished = conn.execute(
+                text("SELECT COUNT(*) FROM diagnosis_trace_event WHERE event_type = 'RUN_FINISHED'")
+            ).scalar_one()
+        engine.dispose()
+        assert dup == 0 and finished == len(runs)
+    finally:
+        serve.delete("dbfault")
+        serve.delete("dbfaultaudit")
+        proxy.close()
