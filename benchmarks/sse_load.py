@@ -37,9 +37,6 @@ sys.path.insert(0, str(ROOT))
 from deployments.sse import parse  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results"
-# Two event loops on two cores: one ingress replica kept new streams waiting behind the CPU work of
-# 32 open ones (time-to-first-event p99 ~300 ms at 32 streams; measured with one vs two).
-INGRESS_REPLICAS = int(os.environ.get("RAYDIAG_BENCH_INGRESS_REPLICAS", "1"))
 QUESTIONS = [
     "payment-service p99 latency jumped at 10:00 and HikariCP reports pool exhaustion. Root cause?",
     "支付服务 10 点后超时增多，数据库连接池耗尽，根因是什么？",
@@ -227,7 +224,10 @@ def start_app(profile: str, work: Path, port: int, extra: dict[str, Any] | None 
         {
             "server": {"host": "127.0.0.1", "port": port},
             "ray": {"num_cpus": 2, "auth_mode": "disabled", "temp_dir": str(work / "ray")},
-            "ingress": {"max_ongoing_requests": 128, "num_cpus": 0.25, "num_replicas": INGRESS_REPLICAS},
+            "ingress": {
+                "max_ongoing_requests": 128,
+                "num_cpus": 0.25,
+            },
             "llm": llm,
             "search": {"milvus_uri": str(work / "milvus.db")},
             "audit": {

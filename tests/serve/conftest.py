@@ -113,6 +113,31 @@ async def client(serve_app: dict[str, str]) -> httpx.AsyncClient:
         yield c  # type: ignore[misc]
 
 
+def extra_ingress(
+    name: str,
+    cfg: Any,
+    pipeline_cls: str = "harness.pipeline:DiagnosisPipeline",
+    audit: tuple[str, str] = ("audit", "raydiag"),
+    search: tuple[str, str] = ("search", "raydiag"),
+    **options: Any,
+) -> Any:
+    """One more ingress (its own Serve application) over the session app's replicas, so a test can
+    change the profile, auth, scaling or a neighbour without a second Milvus Lite owner or CPUs."""
+    from ray import serve
+
+    from deployments.ingress import Ingress
+
+    options.setdefault("ray_actor_options", {"num_cpus": 0})  # the session cluster's CPUs are taken
+    return Ingress.options(name=name, **options).bind(  # type: ignore[attr-defined]
+        cfg,
+        serve.get_deployment_handle(*audit),
+        None,
+        serve.get_deployment_handle("embedder", "raydiag"),
+        serve.get_deployment_handle(*search),
+        pipeline_cls,
+    )
+
+
 @pytest.fixture(scope="session")
 def scripted_app(serve_app: dict[str, str]) -> dict[str, str]:
     """The scripted-model profile (llm.backend: scripted), with authentication on, as a second Serve
@@ -124,7 +149,6 @@ def scripted_app(serve_app: dict[str, str]) -> dict[str, str]:
     from ray import serve
 
     from deployments.config import parse_config
-    from deployments.ingress import Ingress
 
     cfg = parse_config(
         {
@@ -136,12 +160,5 @@ def scripted_app(serve_app: dict[str, str]) -> dict[str, str]:
         "scripted-test",
         env={},
     )
-
-    def handle(name: str) -> Any:
-        return serve.get_deployment_handle(name, app_name="raydiag")
-
-    app = Ingress.options(name="ingress-scripted", ray_actor_options={"num_cpus": 0}).bind(  # type: ignore[attr-defined]
-        cfg, handle("audit"), None, handle("embedder"), handle("search"), "harness.pipeline:DiagnosisPipeline"
-    )
-    serve.run(app, name="scripted", route_prefix="/scripted")
+    serve.run(extra_ingress("ingress-scripted", cfg), name="scripted", route_prefix="/scripted")
     return {**serve_app, "base": serve_app["base"] + "/scripted", "key": SCRIPTED_KEY}

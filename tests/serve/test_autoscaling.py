@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
-from typing import Any
 
 import httpx
 import pytest
@@ -14,7 +13,7 @@ from ray import serve
 
 from deployments.app import ingress_options
 from deployments.config import parse_config
-from deployments.ingress import Ingress
+from tests.serve.conftest import extra_ingress
 
 pytestmark = pytest.mark.slow
 
@@ -47,14 +46,9 @@ async def test_ingress_scales_up_under_load_and_back_down(serve_app: dict[str, s
         env={},
     )
 
-    def handle(name: str) -> Any:
-        return serve.get_deployment_handle(name, app_name="raydiag")
-
     opts = ingress_options(cfg)
     assert opts["autoscaling_config"]["max_replicas"] == 3 and "num_replicas" not in opts
-    app = Ingress.options(name=DEPLOYMENT, **opts).bind(  # type: ignore[attr-defined]
-        cfg, handle("audit"), None, handle("embedder"), handle("search"), "tests.fakes.slow_pipeline:SlowPipeline"
-    )
+    app = extra_ingress(DEPLOYMENT, cfg, "tests.fakes.slow_pipeline:SlowPipeline", **opts)
     serve.run(app, name=APP, route_prefix="/auto")
     try:
         assert running_replicas() == 1

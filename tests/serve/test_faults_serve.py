@@ -13,9 +13,9 @@ import pytest
 from ray import serve
 
 from deployments.config import parse_config
-from deployments.ingress import Ingress
 from deployments.search import SearchDeployment
 from deployments.sse import parse
+from tests.serve.conftest import extra_ingress
 
 pytestmark = pytest.mark.slow
 
@@ -48,14 +48,7 @@ async def test_search_going_down_ends_every_stream_and_loses_no_audit_event(serv
         "fault-test",
         env={},
     )
-    app = Ingress.options(name="ingress-fault", ray_actor_options={"num_cpus": 0}).bind(  # type: ignore[attr-defined]
-        cfg,
-        serve.get_deployment_handle("audit", app_name="raydiag"),
-        None,
-        serve.get_deployment_handle("embedder", app_name="raydiag"),
-        serve.get_deployment_handle("search-fault", app_name="faultsearch"),
-        "harness.pipeline:DiagnosisPipeline",
-    )
+    app = extra_ingress("ingress-fault", cfg, search=("search-fault", "faultsearch"))
     serve.run(app, name="faults", route_prefix="/faults")
     base = serve_app["base"] + "/faults"
     try:
@@ -112,14 +105,7 @@ async def test_mariadb_cut_15s_under_20_sessions_loses_and_duplicates_nothing(
         env={},
     )
     serve.run(audit, name="dbfaultaudit", route_prefix=None)
-    ingress = Ingress.options(name="ingress-dbfault", ray_actor_options={"num_cpus": 0}).bind(  # type: ignore[attr-defined]
-        cfg,
-        serve.get_deployment_handle("audit-dbfault", app_name="dbfaultaudit"),
-        None,
-        serve.get_deployment_handle("embedder", app_name="raydiag"),
-        serve.get_deployment_handle("search", app_name="raydiag"),
-        "harness.pipeline:DiagnosisPipeline",
-    )
+    ingress = extra_ingress("ingress-dbfault", cfg, audit=("audit-dbfault", "dbfaultaudit"))
     serve.run(ingress, name="dbfault", route_prefix="/dbfault")
     outage = asyncio.Event()
     runs: list[list[tuple[str, dict[str, Any]]]] = []
