@@ -73,6 +73,7 @@ def ingress_options(cfg: AppConfig) -> dict[str, Any]:
         **replicas(cfg.ingress.num_replicas, cfg.ingress.autoscaling),
         "max_ongoing_requests": cfg.ingress.max_ongoing_requests,
         "max_queued_requests": cfg.ingress.max_queued_requests,
+        "graceful_shutdown_timeout_s": cfg.ingress.graceful_shutdown_timeout_s,
         "ray_actor_options": {"num_cpus": cfg.ingress.num_cpus},
     }
 

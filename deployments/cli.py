@@ -36,12 +36,31 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     stop.wait()
-    print("shutting down (flushing the audit trail)…", flush=True)
+    from deployments.stopping import drain
+
+    print("stopping: new chats get 503, runs in flight finish…", flush=True)
+    seen = drain("raydiag", args.drain_timeout)
+    print(f"drained in {seen['waited_s']}s ({seen['in_flight']} runs left); flushing the audit trail…", flush=True)
     serve.shutdown()
     import ray
 
     ray.shutdown()
     return 0
+
+
+def _cmd_stop(args: argparse.Namespace) -> int:
+    """Gracefully stop an application on a running cluster (``serve deploy`` installs)."""
+    import ray
+
+    from deployments.runtime import ray_env
+    from deployments.stopping import graceful_stop
+
+    cfg = load_config(args.config)
+    ray_env(cfg)
+    ray.init(address=args.address or cfg.ray.address or "auto", log_to_driver=False)
+    seen = graceful_stop(args.app, args.drain_timeout)
+    print(json.dumps({"app": args.app, **seen}))
+    return 0 if seen["drained"] else 1
 
 
 def _cmd_db_upgrade(args: argparse.Namespace) -> int:
@@ -238,7 +257,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    sub.add_parser("serve", help="start Ray and the service on the configured port").set_defaults(fn=_cmd_serve)
+    sv = sub.add_parser("serve", help="start Ray and the service on the configured port (SIGTERM drains, then stops)")
+    sv.add_argument("--drain-timeout", type=float, default=120.0, help="longest wait for runs in flight on stop")
+    sv.set_defaults(fn=_cmd_serve)
+
+    st = sub.add_parser("stop", help="drain an application on a running cluster, then delete it")
+    st.add_argument("--app", default="raydiag")
+    st.add_argument("--address", default=None, help="Ray address (default: ray.address, else auto)")
+    st.add_argument("--drain-timeout", type=float, default=120.0, help="longest wait for runs in flight")
+    st.set_defaults(fn=_cmd_stop)
 
     db = sub.add_parser("db", help="audit database").add_subparsers(dest="db_command", required=True)
     up = db.add_parser("upgrade", help="apply migrations")

@@ -105,6 +105,12 @@ class IngressSettings(_Section):
         description="Requests Serve holds waiting for a replica slot beyond max_ongoing_requests (then 503): "
         "a bounded queue.",
     )
+    graceful_shutdown_timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="How long a stopping ingress replica (scale-down, redeploy, stop) lets its open streams "
+        "finish before Serve ends them.",
+    )
 
 
 class AuditDeploymentSettings(_Section):

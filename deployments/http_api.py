@@ -114,6 +114,7 @@ def create_api(
     api_keys: dict[str, str] | None = None,
     limiter: RunLimiter | None = None,
     retry_after_s: int = 2,
+    stopping: Callable[[], bool] = lambda: False,
 ) -> FastAPI:
     app = FastAPI(
         title="raydiag",
@@ -172,6 +173,7 @@ def create_api(
             415: {"description": "not application/json"},
             422: {"description": "invalid fields"},
             429: {"description": "too many runs in flight for the service or the tenant (Retry-After)"},
+            503: {"description": "the service is stopping gracefully (Retry-After)"},
         },
         openapi_extra={
             "requestBody": {
@@ -184,6 +186,13 @@ def create_api(
         req = await parse_body(request, ChatRequest)
         if isinstance(req, JSONResponse):
             return req
+        if stopping():  # a graceful stop is draining this replica (deployments/stopping.py)
+            return error(
+                503,
+                "SERVICE_STOPPING",
+                "the service is stopping; no new diagnosis starts here — retry shortly",
+                headers={"Retry-After": str(retry_after_s)},
+            )
         tenant = tenant_of(request)
         slot, reason = limiter.acquire(tenant) if limiter else (0, "")
         if slot is None:
@@ -264,6 +273,8 @@ def create_api(
 
     @app.get("/healthz", summary="Each component's state")
     async def healthz() -> JSONResponse:
+        if stopping():  # tell load balancers to send nothing more here
+            return JSONResponse({"status": "stopping", "components": {"ingress": {"state": "stopping"}}}, 503)
         components: dict[str, Any] = {"ingress": {"state": "ok"}}
         try:
             components["audit"] = await audit.health()

@@ -20,6 +20,7 @@ from deployments.http_api import create_api, error
 from deployments.limits import RunLimiter
 from deployments.llm_client import LLMHandleModel
 from deployments.openai_api import add_openai_routes
+from deployments.stopping import DrainWatch
 from harness.contracts import ChatRequest, SseEvent
 from harness.model import ChatModel
 from harness.pipeline import DiagnosisPipeline
@@ -133,6 +134,11 @@ class Ingress:
             lookup=_lookup(cfg, embedder, search),
             pipeline_cls=cls,
         )
+        self.limiter = RunLimiter(cfg.ingress.max_concurrent_runs, cfg.ingress.max_runs_per_tenant)
+        ctx = serve.get_replica_context()
+        self.drain = DrainWatch(ctx.app_name, ctx.replica_id.unique_id, self.limiter.in_flight)
+        # Serve runs a synchronous constructor on the replica's event loop: the watch lives there.
+        self._drain_task = asyncio.get_running_loop().create_task(self.drain.run())
 
     def _run_chat(self, req: ChatRequest, tenant_id: str | None) -> AsyncGenerator[SseEvent, None]:
         return self.pipeline.run(req, tenant_id)
@@ -151,12 +157,15 @@ class Ingress:
             flush_audit=self._flush,
             max_body_bytes=self.cfg.ingress.max_body_bytes,
             api_keys=self.cfg.auth.api_keys,
-            limiter=RunLimiter(self.cfg.ingress.max_concurrent_runs, self.cfg.ingress.max_runs_per_tenant),
+            limiter=self.limiter,
             retry_after_s=self.cfg.ingress.retry_after_s,
+            stopping=lambda: self.drain.draining,
         )
         if self.llm is not None:
             add_openai_routes(app, self.llm, error)
         return app
 
     async def __del__(self) -> None:
+        self._drain_task.cancel()
+        await self.drain.leave()
         await self.sink.close()

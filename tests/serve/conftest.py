@@ -119,6 +119,7 @@ def extra_ingress(
     pipeline_cls: str = "harness.pipeline:DiagnosisPipeline",
     audit: tuple[str, str] = ("audit", "raydiag"),
     search: tuple[str, str] = ("search", "raydiag"),
+    llm: tuple[str, str] | None = None,
     **options: Any,
 ) -> Any:
     """One more ingress (its own Serve application) over the session app's replicas, so a test can
@@ -131,7 +132,7 @@ def extra_ingress(
     return Ingress.options(name=name, **options).bind(  # type: ignore[attr-defined]
         cfg,
         serve.get_deployment_handle(*audit),
-        None,
+        serve.get_deployment_handle(*llm) if llm else None,
         serve.get_deployment_handle("embedder", "raydiag"),
         serve.get_deployment_handle(*search),
         pipeline_cls,

@@ -1,11 +1,14 @@
-"""Fault injection through Ray: the search deployment goes away under a running ingress. Every run
-still ends with exactly one `done` (a SAFE_FALLBACK for want of evidence), and every run's audit trail
-is complete — each event persisted once, none missing."""
+"""Fault injection through Ray: the search deployment goes away, the LLM replica is killed mid-run, the
+audit database is cut for 15 s, the service is stopped gracefully under load. Every run still ends with
+exactly one `done`, its recorded status matches what the client saw, and its audit trail is complete:
+each event persisted once, none missing."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import tempfile
+import time
 from typing import Any
 
 import httpx
@@ -25,6 +28,32 @@ async def _chat(client: httpx.AsyncClient, session: str) -> list[tuple[str, dict
     async with client.stream("POST", "/api/chat", json=body) as r:
         assert r.status_code == 200
         return parse("".join([c async for c in r.aiter_text()]))
+
+
+# What the client saw (done.outcome) → what diagnosis_run must say.
+RUN_STATUS = {"SUCCESS": "SUCCEEDED", "FALLBACK": "FALLBACK", "FAILED": "FAILED"}
+
+
+async def _trace_whole(client: httpx.AsyncClient, events: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The run's trace once its audit trail is complete (the writer batches), checked against the stream."""
+    meta = events[0][1]
+    done = events[-1][1]
+    trace: dict[str, Any] = {}
+    for _ in range(40):
+        r = await client.get(f"/api/diagnosis/{meta['session_id']}/trace", params={"runId": meta["run_id"]})
+        if r.status_code == 200:
+            trace = r.json()
+            s = trace["summary"]
+            if (
+                s["persisted"] == s["returned"]
+                and s["timeline_contiguous"]
+                and s["tokens_reconciled"]
+                and trace["timeline"][-1]["event_type"] == "RUN_FINISHED"
+            ):
+                assert trace["run"]["status"] == RUN_STATUS[done["outcome"]], (trace["run"]["status"], done)
+                return trace
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"run {meta['run_id']} has an incomplete audit trail: {trace.get('summary')}")
 
 
 async def test_search_going_down_ends_every_stream_and_loses_no_audit_event(serve_app: dict[str, str]) -> None:
@@ -164,3 +193,101 @@ async def test_mariadb_cut_15s_under_20_sessions_loses_and_duplicates_nothing(
         serve.delete("dbfault")
         serve.delete("dbfaultaudit")
         proxy.close()
+
+
+async def test_llm_replica_killed_mid_run_ends_every_stream_and_serve_brings_it_back(
+    serve_app: dict[str, str],
+) -> None:
+    """The session app's real vLLM replica is killed while runs wait on it: those runs end with one
+    `done` (a fallback naming the model failure, never a diagnosis), Serve starts a new replica, and
+    the next run gets a model answer again."""
+    import ray
+
+    work = tempfile.mkdtemp(prefix="raydiag-llmfault-")
+    cfg = parse_config(
+        {
+            "llm": {"backend": "vllm"},
+            "audit": {"db_url": serve_app["db_url"], "spill_path": f"{work}/spill.jsonl"},
+            "ingress": {"num_cpus": 0},
+        },
+        "llm-fault-test",
+        env={},
+    )
+    serve.run(extra_ingress("ingress-llmfault", cfg, llm=("llm", "raydiag")), name="llmfault", route_prefix="/llmfault")
+    replica = next(
+        a
+        for a in ray.util.list_named_actors(all_namespaces=True)
+        if a["name"].startswith("SERVE_REPLICA::raydiag#llm#")
+    )
+    try:
+        async with httpx.AsyncClient(base_url=serve_app["base"] + "/llmfault", timeout=300) as client:
+            runs = [asyncio.create_task(_chat(client, f"llm-kill-{i}")) for i in range(3)]
+            await asyncio.sleep(2.0)  # the router's model call is under way
+            assert not any(t.done() for t in runs), "the runs ended before the fault"
+            ray.kill(ray.get_actor(replica["name"], namespace=replica["namespace"]), no_restart=True)
+            killed = await asyncio.wait_for(asyncio.gather(*runs), 240)
+            for events in killed:
+                names = [n for n, _ in events]
+                assert names[0] == "metadata" and names.count("done") == 1 and names[-1] == "done", names
+            traces = [await _trace_whole(client, events) for events in killed]
+            # The calls in flight at the kill failed as UNAVAILABLE, and the runs say so (a run whose
+            # next call waited for the new replica may also have finished normally).
+            hit = [tr for tr in traces if "UNAVAILABLE" in json.dumps(tr)]
+            assert hit and all(tr["run"]["status"] in ("FALLBACK", "FAILED") for tr in hit), [
+                tr["run"]["status"] for tr in traces
+            ]
+
+        deadline = time.monotonic() + 240  # Serve replaces the replica; vLLM loads again
+        while serve.status().applications["raydiag"].deployments["llm"].status != "HEALTHY":
+            assert time.monotonic() < deadline, "the LLM replica did not come back"
+            await asyncio.sleep(2)
+        async with httpx.AsyncClient(base_url=serve_app["base"], timeout=120) as client:
+            reply = await client.post(
+                "/v1/chat/completions", json={"messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 4}
+            )
+        assert reply.status_code == 200 and reply.json()["choices"][0]["message"]["content"] is not None
+    finally:
+        serve.delete("llmfault")
+
+
+async def test_graceful_stop_under_load_finishes_admitted_runs_and_refuses_the_rest(serve_app: dict[str, str]) -> None:
+    """Ten streams on an ingress that admits five at a time (Serve's default), so five wait in Serve's
+    queue. A graceful stop drains: the five running finish with `done` and a whole audit trail, the
+    five queued are answered 503 SERVICE_STOPPING — none hangs — and then the application is gone."""
+    from deployments.stopping import graceful_stop
+
+    work = tempfile.mkdtemp(prefix="raydiag-stop-")
+    cfg = parse_config(
+        {
+            "llm": {"backend": "scripted"},
+            "audit": {"db_url": serve_app["db_url"], "spill_path": f"{work}/spill.jsonl"},
+            "ingress": {"num_cpus": 0},
+        },
+        "stop-test",
+        env={},
+    )
+    app = extra_ingress("ingress-stop", cfg, "tests.fakes.slow_pipeline:SlowPipeline", max_ongoing_requests=5)
+    serve.run(app, name="stopper", route_prefix="/stopper")
+
+    async def chat(client: httpx.AsyncClient, i: int) -> tuple[int, str]:
+        body = {"Id": f"stop-{i}", "Question": "HikariCP connection pool exhausted, requests time out"}
+        async with client.stream("POST", "/api/chat", json=body) as r:
+            return r.status_code, "".join([c async for c in r.aiter_text()])
+
+    async with httpx.AsyncClient(base_url=serve_app["base"] + "/stopper", timeout=60) as client:
+        streams = [asyncio.create_task(chat(client, i)) for i in range(10)]
+        await asyncio.sleep(0.8)
+        seen = await asyncio.to_thread(graceful_stop, "stopper", 60)
+        results = await asyncio.wait_for(asyncio.gather(*streams), 30)  # nobody is left hanging
+        gone = await client.post("/api/chat", json={"Id": "stop-late", "Question": "q"})
+    assert seen["drained"] and seen["replicas"] == 1, seen
+    finished = [parse(body) for code, body in results if code == 200]
+    refused = [body for code, body in results if code == 503]
+    assert len(finished) == 5 and len(refused) == 5, [code for code, _ in results]
+    assert all("SERVICE_STOPPING" in body for body in refused)
+    assert gone.status_code == 404  # the application is deleted: its route is gone
+    async with httpx.AsyncClient(base_url=serve_app["base"], timeout=60) as client:
+        for events in finished:
+            names = [n for n, _ in events]
+            assert names[0] == "metadata" and names.count("done") == 1 and names[-1] == "done", names
+            await _trace_whole(client, events)

@@ -20,7 +20,7 @@ async def until(predicate: Callable[[], bool]) -> None:
             await asyncio.sleep(0.01)
 
 
-def make(limiter: RunLimiter, gate: asyncio.Event) -> httpx.AsyncClient:
+def make(limiter: RunLimiter, gate: asyncio.Event, stopping: Callable[[], bool] = lambda: False) -> httpx.AsyncClient:
     async def run_chat(req: ChatRequest, tenant: str | None) -> AsyncGenerator[SseEvent, None]:
         yield MetadataEvent(session_id=req.Id, run_id="r1")
         await gate.wait()  # holds the run open until the test lets it finish
@@ -29,7 +29,9 @@ def make(limiter: RunLimiter, gate: asyncio.Event) -> httpx.AsyncClient:
     async def flush() -> bool:
         return True
 
-    app = create_api(run_chat, TenantAudit(), lambda r: None, flush, 65536, KEYS, limiter, retry_after_s=3)
+    app = create_api(
+        run_chat, TenantAudit(), lambda r: None, flush, 65536, KEYS, limiter, retry_after_s=3, stopping=stopping
+    )
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t", timeout=10)
 
 
@@ -72,3 +74,25 @@ def test_a_reservation_that_never_starts_is_reclaimed() -> None:
     limiter.start(again)
     third, reason = limiter.acquire("t")
     assert third is None and "limit" in reason
+
+
+async def test_a_draining_replica_finishes_open_streams_and_refuses_new_ones_with_503() -> None:
+    limiter = RunLimiter(max_runs=8, max_per_tenant=8)
+    gate = asyncio.Event()
+    draining = False
+    async with make(limiter, gate, lambda: draining) as client:
+        key = auth(KEYS["team-a"])
+        assert (await client.get("/healthz")).status_code == 200
+        open_run = asyncio.create_task(client.post("/api/chat", json={"Id": "s", "Question": "q"}, headers=key))
+        await until(lambda: limiter.in_flight() == 1)
+        draining = True
+        refused = await client.post("/api/chat", json={"Id": "s2", "Question": "q"}, headers=key)
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "3"
+        assert refused.json()["error"]["code"] == "SERVICE_STOPPING"
+        health = await client.get("/healthz")
+        assert health.status_code == 503 and health.json()["status"] == "stopping"
+        assert limiter.in_flight() == 1  # the refusal took no slot
+        gate.set()
+        finished = await open_run
+        assert finished.status_code == 200 and finished.text.count("event: done") == 1
+        assert limiter.in_flight() == 0

@@ -1,0 +1,138 @@
+"""Graceful stop: drain the ingress, then let Serve take the application down.
+
+Deleting a Serve application under load is not graceful by itself. Replicas do wait for the requests
+they are serving, but a request still queued in a router (every replica at ``max_ongoing_requests``)
+waits for a replica that never comes, and its client hangs until its own timeout. So a stop first
+*drains*: every ingress replica refuses new chats with 503 SERVICE_STOPPING (and reports itself
+unhealthy on /healthz), which also answers whatever was queued; when every replica reports its runs
+in flight at zero, the application is deleted and the audit writer flushes on its way out.
+
+The signal travels through one small named actor: each ingress replica reports its runs in flight to it
+every ``REPORT_INTERVAL_S`` and reads back whether its application is stopping. No per-request cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+
+log = logging.getLogger(__name__)
+
+REPORT_INTERVAL_S = 0.5
+# A replica that has not reported for this long is gone (scaled down, dead): it holds no runs.
+STALE_AFTER_S = 5 * REPORT_INTERVAL_S
+CONTROL_NAME = "raydiag-stop-signal"
+CONTROL_NAMESPACE = "raydiag"
+
+
+@dataclass
+class _Report:
+    in_flight: int
+    draining: bool
+    at: float
+
+
+@ray.remote(num_cpus=0)
+class StopSignal:
+    """Which applications are stopping, and what each of their ingress replicas last reported."""
+
+    def __init__(self) -> None:
+        self.stopping: set[str] = set()
+        self.reports: dict[tuple[str, str], _Report] = {}
+
+    def report(self, app: str, replica: str, in_flight: int, draining: bool) -> bool:
+        self.reports[(app, replica)] = _Report(in_flight, draining, time.monotonic())
+        return app in self.stopping
+
+    def leave(self, app: str, replica: str) -> None:
+        self.reports.pop((app, replica), None)
+
+    def stop(self, app: str) -> None:
+        self.stopping.add(app)
+
+    def forget(self, app: str) -> None:
+        self.stopping.discard(app)
+        for key in [k for k in self.reports if k[0] == app]:
+            del self.reports[key]
+
+    def state(self, app: str) -> dict[str, int]:
+        now = time.monotonic()
+        live = [r for (a, _), r in self.reports.items() if a == app and now - r.at < STALE_AFTER_S]
+        return {
+            "replicas": len(live),
+            "draining": sum(1 for r in live if r.draining),
+            "in_flight": sum(r.in_flight for r in live),
+        }
+
+
+def stop_signal() -> Any:
+    """The one StopSignal actor of this Ray cluster (created by whoever asks first)."""
+    return StopSignal.options(  # type: ignore[attr-defined]
+        name=CONTROL_NAME, namespace=CONTROL_NAMESPACE, lifetime="detached", get_if_exists=True
+    ).remote()
+
+
+class DrainWatch:
+    """The ingress replica's side: report runs in flight, learn whether to drain."""
+
+    def __init__(self, app: str, replica: str, in_flight: Any) -> None:
+        self.app = app
+        self.replica = replica
+        self.in_flight = in_flight  # () -> int
+        self.draining = False
+        self._control: Any = None
+
+    async def run(self) -> None:
+        while True:
+            try:
+                if self._control is None:
+                    self._control = stop_signal()
+                self.draining = bool(
+                    await self._control.report.remote(self.app, self.replica, self.in_flight(), self.draining)
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # the signal actor restarting: keep serving, ask again
+                log.warning("stop signal unreachable: %s", type(err).__name__)
+                self._control = None
+            await asyncio.sleep(REPORT_INTERVAL_S)
+
+    async def leave(self) -> None:
+        if self._control is not None:
+            try:
+                await self._control.leave.remote(self.app, self.replica)
+            except Exception:  # best effort: a stale report expires on its own
+                pass
+
+
+def drain(app: str, timeout_s: float = 120.0) -> dict[str, Any]:
+    """Tell ``app``'s ingress replicas to refuse new chats, then wait until every one of them has
+    acknowledged and has no run in flight (or ``timeout_s`` passes). Returns what it saw."""
+    control = stop_signal()
+    ray.get(control.stop.remote(app))
+    start = time.monotonic()
+    state: dict[str, int] = {}
+    while time.monotonic() - start < timeout_s:
+        time.sleep(REPORT_INTERVAL_S / 2)
+        state = ray.get(control.state.remote(app))
+        if state["draining"] == state["replicas"] and state["in_flight"] == 0:
+            break
+    drained = bool(state) and state["draining"] == state["replicas"] and state["in_flight"] == 0
+    return {**state, "drained": drained, "waited_s": round(time.monotonic() - start, 2)}
+
+
+def graceful_stop(app: str, timeout_s: float = 120.0) -> dict[str, Any]:
+    """Drain ``app``, then delete it (its replicas' shutdown flushes the audit writer)."""
+    from ray import serve
+
+    seen = drain(app, timeout_s)
+    if not seen["drained"]:
+        log.warning("stopping %s with %d runs still in flight after %.0fs", app, seen["in_flight"], timeout_s)
+    serve.delete(app)
+    ray.get(stop_signal().forget.remote(app))
+    return seen
