@@ -5,7 +5,12 @@ with its audit trail in MariaDB reached through a loopback TCP proxy that can be
 20 concurrent chat sessions, each asking questions back to back until the fault is over:
 
 - ``mariadb_down_15s``: the database connection cut for 15 s mid-load, then restored;
-- ``search_replica_killed``: the search deployment's replica killed (Serve restarts it).
+- ``search_replica_killed``: the search deployment's replica killed (Serve restarts it);
+- ``graceful_stop_under_load``: ``graceful_stop`` (what ``raydiag stop`` and SIGTERM to ``raydiag
+  serve`` do) mid-load: the ingress drains, then the application is deleted; it is deployed again
+  afterwards so the trails can be read back through the API;
+- ``llm_replica_killed``: with the embedded vLLM model (8 sessions), the LLM replica killed while runs
+  wait on it; the load goes on until Serve has a new replica serving.
 
 Afterwards every run's trace is read back: an audit event is **lost** when a run's timeline is not
 contiguous from 1, has no RUN_FINISHED, or persisted != returned; **duplicated** rows are counted with
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 import tempfile
 import threading
@@ -49,7 +55,9 @@ DUP_SQL = {
 }
 
 
-async def load(base: str, name: str, inject: Any) -> list[dict[str, Any]]:
+async def load(
+    base: str, name: str, inject: Any, sessions: int = SESSIONS, stop_on_refusal: bool = False
+) -> list[dict[str, Any]]:
     """20 sessions asking questions back to back for as long as the fault lasts (and at least
     PER_SESSION each), so the load spans the whole outage and its recovery."""
     results: list[dict[str, Any]] = []
@@ -61,10 +69,12 @@ async def load(base: str, name: str, inject: Any) -> list[dict[str, Any]]:
             q = sse_load.QUESTIONS[(i + k) % len(sse_load.QUESTIONS)]
             results.append(await sse_load.one_chat(client, f"fault-{name}-{i}", q))
             k += 1
+            if stop_on_refusal and str(results[-1].get("error") or "").startswith("HTTP "):
+                return  # told the service is stopping (503) or gone (404): this client stops asking
 
     async with httpx.AsyncClient(base_url=base, timeout=300) as client:
         injector.start()
-        await asyncio.gather(*(session(i) for i in range(SESSIONS)))
+        await asyncio.gather(*(session(i) for i in range(sessions)))
         injector.join()
     return results
 
@@ -116,14 +126,22 @@ def summary(
     outcomes: dict[str, int] = {}
     for r in results:
         err = str(r.get("error") or "")
-        key = (
-            "FAILED" if err.startswith("run FAILED") else ("stream_error" if err else (r.get("content_type") or "none"))
-        )
+        if err.startswith("HTTP "):
+            key = err  # refused before the stream started (503 while draining, 404 once deleted)
+        elif err:
+            key = "FAILED" if err.startswith("run FAILED") else "stream_error"
+        else:
+            key = r.get("content_type") or "none"
         outcomes[key] = outcomes.get(key, 0) + 1
+    codes: dict[str, int] = {}
+    for r in results:
+        for code in re.findall(r'"error_code": "([A-Z_]+)"', str(r.get("error") or "")):
+            codes[code] = codes.get(code, 0) + 1
     return {
         "name": name,
         "runs": len(results),
         "outcomes": outcomes,
+        "failure_codes": codes,
         "streams_without_one_done": sum(1 for r in results if "exactly one done" in str(r.get("error") or "")),
         "lost": lost,
         "lost_samples": samples,
@@ -132,7 +150,77 @@ def summary(
     }
 
 
+def graceful_stop_fault(base: str, cfg: Any, db_url: str) -> dict[str, Any]:
+    from ray import serve
+
+    from deployments.app import build_app
+    from deployments.stopping import graceful_stop
+
+    seen: dict[str, Any] = {}
+
+    def stop() -> None:
+        time.sleep(2)
+        seen.update(graceful_stop("raydiag", 60))
+
+    res = asyncio.run(load(base, "stop", stop, stop_on_refusal=True))
+    serve.run(build_app(cfg), name="raydiag", route_prefix="/")  # started again: the trails are read back
+    lost, samples = asyncio.run(audit_check(base, res))
+    note = f"drained in {seen.get('waited_s')} s, {seen.get('in_flight')} runs left in flight, then deleted"
+    out = summary("graceful_stop_under_load", res, lost, samples, duplicates(db_url), note)
+    out["hung"] = sum(1 for r in res if "Timeout" in str(r.get("error") or ""))
+    return out
+
+
+def llm_killed_fault() -> dict[str, Any]:
+    """The embedded vLLM model's replica killed under 8 sessions; runs go on until it serves again."""
+    import ray
+    from ray import serve
+
+    port = sse_load.free_port()
+    with tempfile.TemporaryDirectory(prefix="faults-llm-") as tmp:
+        sse_load.start_app("vllm", Path(tmp), port)
+        base = f"http://127.0.0.1:{port}"
+        recovered_s: list[float] = []
+        try:
+
+            def kill_llm() -> None:
+                time.sleep(8)  # the first model calls are under way
+                name = next(
+                    a
+                    for a in ray.util.list_named_actors(all_namespaces=True)
+                    if a["name"].startswith("SERVE_REPLICA::raydiag#llm#")
+                )
+                ray.kill(ray.get_actor(name["name"], namespace=name["namespace"]), no_restart=True)
+                t0 = time.monotonic()
+                # Recovered = a replica other than the killed one exists and the deployment is healthy.
+                while True:
+                    names = {
+                        a["name"]
+                        for a in ray.util.list_named_actors(all_namespaces=True)
+                        if a["name"].startswith("SERVE_REPLICA::raydiag#llm#")
+                    }
+                    status = serve.status().applications["raydiag"].deployments["llm"].status
+                    if names - {name["name"]} and status == "HEALTHY":
+                        break
+                    time.sleep(0.5)
+                recovered_s.append(round(time.monotonic() - t0, 1))
+
+            res = asyncio.run(load(base, "llm", kill_llm, sessions=8))
+            lost, samples = asyncio.run(audit_check(base, res))
+            sqlite_url = f"sqlite:///{Path(tmp) / 'audit.db'}"
+            note = f"vLLM replica killed; Serve had a new one serving after {recovered_s[0] if recovered_s else '?'} s"
+            return summary("llm_replica_killed", res, lost, samples, duplicates(sqlite_url), note)
+        finally:
+            sse_load.stop_app()
+
+
 def main() -> None:
+    # `--only NAME[,NAME]` reruns some faults and keeps the others' entries from the last full run.
+    only = set(sys.argv[sys.argv.index("--only") + 1].split(",")) if "--only" in sys.argv else None
+
+    def wanted(name: str) -> bool:
+        return only is None or name in only
+
     db = f"raydiag_faults_{int(time.time())}"
     admin = create_engine(ADMIN)
     with admin.begin() as conn:
@@ -145,7 +233,7 @@ def main() -> None:
     port = sse_load.free_port()
     try:
         with tempfile.TemporaryDirectory(prefix="faults-") as tmp:
-            sse_load.start_app("scripted", Path(tmp), port, {"audit": {"db_url": via_proxy, "retry_max_s": 2.0}})
+            cfg = sse_load.start_app("scripted", Path(tmp), port, {"audit": {"db_url": via_proxy, "retry_max_s": 2.0}})
             base = f"http://127.0.0.1:{port}"
             try:
                 asyncio.run(sse_load.run_level(base, "scripted", 2, 1))  # warm-up
@@ -156,12 +244,15 @@ def main() -> None:
                     time.sleep(15)
                     proxy.resume()
 
-                res = asyncio.run(load(base, "db", cut_db))
-                lost, samples = asyncio.run(audit_check(base, res))
-                faults.append(
-                    summary("mariadb_down_15s", res, lost, samples, duplicates(direct), "audit DB cut 15 s mid-load")
-                )
-                print(json.dumps(faults[-1]), flush=True)
+                if wanted("mariadb_down_15s"):
+                    res = asyncio.run(load(base, "db", cut_db))
+                    lost, samples = asyncio.run(audit_check(base, res))
+                    faults.append(
+                        summary(
+                            "mariadb_down_15s", res, lost, samples, duplicates(direct), "audit DB cut 15 s mid-load"
+                        )
+                    )
+                    print(json.dumps(faults[-1]), flush=True)
 
                 def kill_search() -> None:
                     import ray
@@ -175,21 +266,31 @@ def main() -> None:
                             ray.kill(ray.get_actor(a["name"], namespace=a["namespace"]), no_restart=False)
                     time.sleep(8)  # keep the load on while Serve restarts the replica
 
-                res = asyncio.run(load(base, "search", kill_search))
-                lost, samples = asyncio.run(audit_check(base, res))
-                faults.append(
-                    summary(
-                        "search_replica_killed", res, lost, samples, duplicates(direct), "Serve restarts the replica"
-                    )
-                )
-                print(json.dumps(faults[-1]), flush=True)
+                if wanted("search_replica_killed"):
+                    res = asyncio.run(load(base, "search", kill_search))
+                    lost, samples = asyncio.run(audit_check(base, res))
+                    note = "Serve restarts the replica"
+                    faults.append(summary("search_replica_killed", res, lost, samples, duplicates(direct), note))
+                    print(json.dumps(faults[-1]), flush=True)
+
+                if wanted("graceful_stop_under_load"):
+                    faults.append(graceful_stop_fault(base, cfg, direct))
+                    print(json.dumps(faults[-1]), flush=True)
             finally:
                 sse_load.stop_app()
+        if wanted("llm_replica_killed"):
+            faults.append(llm_killed_fault())
+            print(json.dumps(faults[-1]), flush=True)
     finally:
         proxy.close()
         with admin.begin() as conn:
             conn.execute(text(f"DROP DATABASE IF EXISTS {db}"))
         admin.dispose()
+    if only is not None and OUT.exists():
+        fresh = {f["name"] for f in faults}
+        kept = [f for f in json.loads(OUT.read_text())["faults"] if f["name"] not in fresh]
+        order = ["mariadb_down_15s", "search_replica_killed", "graceful_stop_under_load", "llm_replica_killed"]
+        faults = sorted(kept + faults, key=lambda f: order.index(f["name"]) if f["name"] in order else len(order))
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"faults": faults}, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {OUT}")

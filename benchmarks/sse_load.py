@@ -227,6 +227,7 @@ def start_app(profile: str, work: Path, port: int, extra: dict[str, Any] | None 
             "ingress": {
                 "max_ongoing_requests": 128,
                 "num_cpus": 0.25,
+                **(extra or {}).get("ingress", {}),
             },
             "llm": llm,
             "search": {"milvus_uri": str(work / "milvus.db")},
@@ -311,6 +312,25 @@ def plot(results: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def compare_active_runs(values: list[int], rounds: int, concurrency: int = 32) -> None:
+    """The gate on runs working at once in an ingress replica, side by side in one run of this script."""
+    out: dict[str, Any] = {}
+    for v in values:
+        port = free_port()
+        with tempfile.TemporaryDirectory(prefix="sse-gate-") as tmp:
+            start_app("scripted", Path(tmp), port, {"ingress": {"max_active_runs": v}})
+            base = f"http://127.0.0.1:{port}"
+            try:
+                asyncio.run(run_level(base, "scripted", 2, 1))
+                out[str(v)] = asyncio.run(run_level(base, "scripted", concurrency, rounds))
+                print("max_active_runs", v, json.dumps(out[str(v)]), flush=True)
+            finally:
+                stop_app()
+    path = OUT / "sse_active_runs.json"
+    path.write_text(json.dumps({"concurrency": concurrency, "max_active_runs": out}, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--profiles", default="scripted,vllm")
@@ -318,7 +338,15 @@ def main() -> None:
     parser.add_argument("--vllm-levels", default="1,8", help="concurrency levels of the vllm profile")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per level (each round = one run per session)")
     parser.add_argument("--vllm-runs", type=int, default=8, help="the vllm profile's fixed workload per level")
+    parser.add_argument(
+        "--compare-active-runs",
+        default="",
+        help="scripted profile at concurrency 32 under each ingress.max_active_runs given (e.g. 1024,16,8,4)",
+    )
     args = parser.parse_args()
+    if args.compare_active_runs:
+        compare_active_runs([int(x) for x in args.compare_active_runs.split(",")], args.rounds)
+        return
 
     out_json = OUT / "sse_load.json"
     results: dict[str, Any] = json.loads(out_json.read_text()) if out_json.exists() else {}

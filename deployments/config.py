@@ -95,6 +95,12 @@ class IngressSettings(_Section):
         description="Chat runs in flight per replica; more get 429 + Retry-After (no queue). Keep it below "
         "max_ongoing_requests so trace and health requests still get through.",
     )
+    max_active_runs: int = Field(
+        default=1024,
+        gt=0,
+        description="Admitted runs of one replica that work at once after their first event; the rest wait "
+        "their turn with the stream open (fewer runnable tasks: a new stream's first event leaves sooner).",
+    )
     max_runs_per_tenant: int = Field(
         default=32, gt=0, description="Chat runs in flight per authenticated tenant per replica."
     )

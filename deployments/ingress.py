@@ -6,6 +6,7 @@ import asyncio
 import importlib
 import logging
 from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from typing import Any
 
 import numpy as np
@@ -134,14 +135,25 @@ class Ingress:
             lookup=_lookup(cfg, embedder, search),
             pipeline_cls=cls,
         )
+        # Runs past their first event that may work at once; the others wait their turn (FIFO) with
+        # their stream open, so a busy replica's event loop stays short and new streams start fast.
+        self.active_runs = asyncio.Semaphore(cfg.ingress.max_active_runs)
         self.limiter = RunLimiter(cfg.ingress.max_concurrent_runs, cfg.ingress.max_runs_per_tenant)
         ctx = serve.get_replica_context()
         self.drain = DrainWatch(ctx.app_name, ctx.replica_id.unique_id, self.limiter.in_flight)
         # Serve runs a synchronous constructor on the replica's event loop: the watch lives there.
         self._drain_task = asyncio.get_running_loop().create_task(self.drain.run())
 
-    def _run_chat(self, req: ChatRequest, tenant_id: str | None) -> AsyncGenerator[SseEvent, None]:
-        return self.pipeline.run(req, tenant_id)
+    async def _run_chat(self, req: ChatRequest, tenant_id: str | None) -> AsyncGenerator[SseEvent, None]:
+        """The pipeline's events, its first (``metadata``: the run's ids) at once and the rest of the
+        run inside the active-run gate (see ``IngressSettings.max_active_runs``)."""
+        async with aclosing(self.pipeline.run(req, tenant_id)) as events:
+            async for event in events:
+                yield event
+                break
+            async with self.active_runs:
+                async for event in events:
+                    yield event
 
     async def _flush(self) -> bool:
         return await self.sink.flush()

@@ -37,16 +37,17 @@ class _Report:
     at: float
 
 
-@ray.remote(num_cpus=0)
-class StopSignal:
-    """Which applications are stopping, and what each of their ingress replicas last reported."""
+class DrainBoard:
+    """Which applications are stopping, and what each of their ingress replicas last reported.
+    Runs as the one ``StopSignal`` actor of a cluster."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Any = time.monotonic) -> None:
+        self.clock = clock
         self.stopping: set[str] = set()
         self.reports: dict[tuple[str, str], _Report] = {}
 
     def report(self, app: str, replica: str, in_flight: int, draining: bool) -> bool:
-        self.reports[(app, replica)] = _Report(in_flight, draining, time.monotonic())
+        self.reports[(app, replica)] = _Report(in_flight, draining, self.clock())
         return app in self.stopping
 
     def leave(self, app: str, replica: str) -> None:
@@ -61,7 +62,7 @@ class StopSignal:
             del self.reports[key]
 
     def state(self, app: str) -> dict[str, int]:
-        now = time.monotonic()
+        now = self.clock()
         live = [r for (a, _), r in self.reports.items() if a == app and now - r.at < STALE_AFTER_S]
         return {
             "replicas": len(live),
@@ -70,9 +71,12 @@ class StopSignal:
         }
 
 
+StopSignal = ray.remote(num_cpus=0)(DrainBoard)
+
+
 def stop_signal() -> Any:
     """The one StopSignal actor of this Ray cluster (created by whoever asks first)."""
-    return StopSignal.options(  # type: ignore[attr-defined]
+    return StopSignal.options(
         name=CONTROL_NAME, namespace=CONTROL_NAMESPACE, lifetime="detached", get_if_exists=True
     ).remote()
 
