@@ -30,6 +30,13 @@ async def _chat(client: httpx.AsyncClient, session: str) -> list[tuple[str, dict
         return parse("".join([c async for c in r.aiter_text()]))
 
 
+def _extra_cfg(serve_app: dict[str, str], backend: str, source: str) -> Any:
+    """An extra ingress's config over the session app's audit database, with a spill file of its own."""
+    work = tempfile.mkdtemp(prefix="raydiag-fault-")
+    audit = {"db_url": serve_app["db_url"], "spill_path": f"{work}/spill.jsonl"}
+    return parse_config({"llm": {"backend": backend}, "audit": audit, "ingress": {"num_cpus": 0}}, source, env={})
+
+
 # What the client saw (done.outcome) → what diagnosis_run must say.
 RUN_STATUS = {"SUCCESS": "SUCCEEDED", "FALLBACK": "FALLBACK", "FAILED": "FAILED"}
 
@@ -203,16 +210,7 @@ async def test_llm_replica_killed_mid_run_ends_every_stream_and_serve_brings_it_
     the next run gets a model answer again."""
     import ray
 
-    work = tempfile.mkdtemp(prefix="raydiag-llmfault-")
-    cfg = parse_config(
-        {
-            "llm": {"backend": "vllm"},
-            "audit": {"db_url": serve_app["db_url"], "spill_path": f"{work}/spill.jsonl"},
-            "ingress": {"num_cpus": 0},
-        },
-        "llm-fault-test",
-        env={},
-    )
+    cfg = _extra_cfg(serve_app, "vllm", "llm-fault-test")
     serve.run(extra_ingress("ingress-llmfault", cfg, llm=("llm", "raydiag")), name="llmfault", route_prefix="/llmfault")
     replica = next(
         a
@@ -256,16 +254,7 @@ async def test_graceful_stop_under_load_finishes_admitted_runs_and_refuses_the_r
     five queued are answered 503 SERVICE_STOPPING — none hangs — and then the application is gone."""
     from deployments.stopping import graceful_stop
 
-    work = tempfile.mkdtemp(prefix="raydiag-stop-")
-    cfg = parse_config(
-        {
-            "llm": {"backend": "scripted"},
-            "audit": {"db_url": serve_app["db_url"], "spill_path": f"{work}/spill.jsonl"},
-            "ingress": {"num_cpus": 0},
-        },
-        "stop-test",
-        env={},
-    )
+    cfg = _extra_cfg(serve_app, "scripted", "stop-test")
     app = extra_ingress("ingress-stop", cfg, "tests.fakes.slow_pipeline:SlowPipeline", max_ongoing_requests=5)
     serve.run(app, name="stopper", route_prefix="/stopper")
 
