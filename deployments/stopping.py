@@ -4,8 +4,13 @@ Deleting a Serve application under load is not graceful by itself. Replicas do w
 they are serving, but a request still queued in a router (every replica at ``max_ongoing_requests``)
 waits for a replica that never comes, and its client hangs until its own timeout. So a stop first
 *drains*: every ingress replica refuses new chats with 503 SERVICE_STOPPING (and reports itself
-unhealthy on /healthz), which also answers whatever was queued; when every replica reports its runs
-in flight at zero, the application is deleted and the audit writer flushes on its way out.
+unhealthy on /healthz), which also answers whatever was queued; when every replica has reported no run
+in flight for ``SETTLE_S``, the application is deleted and the audit writer flushes on its way out.
+
+Why wait ``SETTLE_S`` after the last run ends: requests queued in a router (every replica was full) are
+routed again only on the router's retry backoff (at most ``RAY_SERVE_ROUTER_RETRY_MAX_BACKOFF_S``,
+0.5 s in Ray 2.60). A draining replica with nothing in flight answers each at once with 503, so once it
+has stayed idle for a few backoffs no request is left in any queue; deleting earlier strands them.
 
 The signal travels through one small named actor: each ingress replica reports its runs in flight to it
 every ``REPORT_INTERVAL_S`` and reads back whether its application is stopping. No per-request cost.
@@ -26,6 +31,9 @@ log = logging.getLogger(__name__)
 REPORT_INTERVAL_S = 0.5
 # A replica that has not reported for this long is gone (scaled down, dead): it holds no runs.
 STALE_AFTER_S = 5 * REPORT_INTERVAL_S
+# How long every replica must stay draining with no run in flight before the application is deleted:
+# four of Serve's longest router backoffs plus one report (see the module docstring).
+SETTLE_S = 2.0 + REPORT_INTERVAL_S
 CONTROL_NAME = "raydiag-stop-signal"
 CONTROL_NAMESPACE = "raydiag"
 
@@ -35,6 +43,7 @@ class _Report:
     in_flight: int
     draining: bool
     at: float
+    idle_since: float | None  # draining with nothing in flight since then
 
 
 class DrainBoard:
@@ -47,7 +56,12 @@ class DrainBoard:
         self.reports: dict[tuple[str, str], _Report] = {}
 
     def report(self, app: str, replica: str, in_flight: int, draining: bool) -> bool:
-        self.reports[(app, replica)] = _Report(in_flight, draining, self.clock())
+        now = self.clock()
+        before = self.reports.get((app, replica))
+        idle_since = None
+        if draining and in_flight == 0:
+            idle_since = before.idle_since if before and before.idle_since is not None else now
+        self.reports[(app, replica)] = _Report(in_flight, draining, now, idle_since)
         return app in self.stopping
 
     def leave(self, app: str, replica: str) -> None:
@@ -61,14 +75,26 @@ class DrainBoard:
         for key in [k for k in self.reports if k[0] == app]:
             del self.reports[key]
 
-    def state(self, app: str) -> dict[str, int]:
+    def state(self, app: str) -> dict[str, Any]:
+        """Live replicas, how many drain, their runs in flight, and for how long all of them have been
+        draining with nothing in flight (``idle_s``)."""
         now = self.clock()
         live = [r for (a, _), r in self.reports.items() if a == app and now - r.at < STALE_AFTER_S]
+        idle = [now - r.idle_since if r.idle_since is not None else 0.0 for r in live]
         return {
             "replicas": len(live),
             "draining": sum(1 for r in live if r.draining),
             "in_flight": sum(r.in_flight for r in live),
+            "idle_s": round(min(idle), 2) if idle else 0.0,
         }
+
+
+def is_drained(state: dict[str, Any]) -> bool:
+    """Every live replica drains, none has a run, and they have stayed so for ``SETTLE_S``
+    (no replica reporting at all: nothing to wait for)."""
+    if state.get("replicas", 0) == 0:
+        return True
+    return state["draining"] == state["replicas"] and state["in_flight"] == 0 and state["idle_s"] >= SETTLE_S
 
 
 StopSignal = ray.remote(num_cpus=0)(DrainBoard)
@@ -116,18 +142,18 @@ class DrainWatch:
 
 def drain(app: str, timeout_s: float = 120.0) -> dict[str, Any]:
     """Tell ``app``'s ingress replicas to refuse new chats, then wait until every one of them has
-    acknowledged and has no run in flight (or ``timeout_s`` passes). Returns what it saw."""
+    acknowledged and has had no run in flight for ``SETTLE_S`` (or ``timeout_s`` passes). Returns
+    what it saw."""
     control = stop_signal()
     ray.get(control.stop.remote(app))
     start = time.monotonic()
-    state: dict[str, int] = {}
+    state: dict[str, Any] = {}
     while time.monotonic() - start < timeout_s:
         time.sleep(REPORT_INTERVAL_S / 2)
         state = ray.get(control.state.remote(app))
-        if state["draining"] == state["replicas"] and state["in_flight"] == 0:
+        if is_drained(state):
             break
-    drained = bool(state) and state["draining"] == state["replicas"] and state["in_flight"] == 0
-    return {**state, "drained": drained, "waited_s": round(time.monotonic() - start, 2)}
+    return {**state, "drained": bool(state) and is_drained(state), "waited_s": round(time.monotonic() - start, 2)}
 
 
 def graceful_stop(app: str, timeout_s: float = 120.0) -> dict[str, Any]:
