@@ -72,7 +72,7 @@ async def load(
             if stop_on_refusal and str(results[-1].get("error") or "").startswith("HTTP "):
                 return  # told the service is stopping (503) or gone (404): this client stops asking
 
-    async with httpx.AsyncClient(base_url=base, timeout=300) as client:
+    async with sse_load.load_client(base, sessions, 300) as client:
         injector.start()
         await asyncio.gather(*(session(i) for i in range(sessions)))
         injector.join()
