@@ -7,10 +7,11 @@ level every run's trace is read back: its tokens must reconcile and its timeline
 (contiguous sequence numbers ending in RUN_FINISHED, persisted = returned). Writes
 benchmarks/results/sse_load.json and sse_load.png.
 
-Profiles: ``scripted`` (llm.backend scripted: zero model time; what remains is the service) and
-``vllm`` (the embedded vLLM model on CPU; slow here, so fewer levels by default).
+Profiles: ``scripted`` (llm.backend scripted: zero model time; what remains is the service),
+``scripted-direct`` (the same with server.direct_ingress: clients reach the ingress replica's own HTTP
+server, no proxy hop) and ``vllm`` (the embedded vLLM model on CPU; slow here, so fewer levels).
 
-    python benchmarks/sse_load.py [--profiles scripted,vllm] [--levels 1,8,32,64] [--vllm-levels 1,8]
+    python benchmarks/sse_load.py [--profiles scripted,scripted-direct,vllm] [--levels 1,8,32,64]
 """
 
 from __future__ import annotations
@@ -234,7 +235,7 @@ def start_app(profile: str, work: Path, port: int, extra: dict[str, Any] | None 
         llm.update({"model_root": str(ROOT / "var" / "models"), "max_model_len": 8192, "num_cpus": 1})
     cfg = parse_config(
         {
-            "server": {"host": "127.0.0.1", "port": port},
+            "server": {"host": "127.0.0.1", "port": port, **(extra or {}).get("server", {})},
             "ray": {"num_cpus": 2, "auth_mode": "disabled", "temp_dir": str(work / "ray")},
             "ingress": {
                 "max_ongoing_requests": 128,
@@ -280,6 +281,27 @@ def start_app(profile: str, work: Path, port: int, extra: dict[str, Any] | None 
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     serve.run(build_app(cfg), name="raydiag", route_prefix="/")
     return cfg
+
+
+def start_profile(profile: str, work: Path, port: int) -> str:
+    """Start the app for a profile; its base URL. ``scripted-direct`` is the scripted profile with
+    server.direct_ingress on, measured at the ingress replica's own port (no proxy hop)."""
+    if profile != "scripted-direct":
+        start_app(profile, work, port)
+        return f"http://127.0.0.1:{port}"
+    direct = free_port()  # the one ingress replica takes the first port of its range
+    start_app(
+        "scripted", work, port, {"server": {"direct_ingress": True, "direct_ingress_ports": [direct, direct + 20]}}
+    )
+    base = f"http://127.0.0.1:{direct}"
+    for _ in range(100):  # the replica starts its own HTTP server while it initialises
+        try:
+            if httpx.get(base + "/healthz", timeout=2).status_code == 200:
+                return base
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"the ingress replica does not answer on {base}")
 
 
 def stop_app() -> None:
@@ -345,10 +367,10 @@ def compare_active_runs(values: list[int], rounds: int, concurrency: int = 32) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--profiles", default="scripted,vllm")
+    parser.add_argument("--profiles", default="scripted,scripted-direct,vllm")
     parser.add_argument("--levels", default="1,8,32,64", help="concurrency levels of the scripted profile")
     parser.add_argument("--vllm-levels", default="1,8", help="concurrency levels of the vllm profile")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds per level (each round = one run per session)")
+    parser.add_argument("--rounds", type=int, default=6, help="rounds per level (each round = one run per session)")
     # 16 = two runs per session at 8: one long run (a retry round) then no longer sets the whole wall time.
     parser.add_argument("--vllm-runs", type=int, default=16, help="the vllm profile's fixed workload per level")
     parser.add_argument(
@@ -369,8 +391,7 @@ def main() -> None:
         rounds = args.rounds
         port = free_port()
         with tempfile.TemporaryDirectory(prefix="sse-load-") as tmp:
-            start_app(profile, Path(tmp), port)
-            base = f"http://127.0.0.1:{port}"
+            base = start_profile(profile, Path(tmp), port)
             try:
                 asyncio.run(run_level(base, profile, 2, 1))  # warm-up: first lookups load models
                 per_level = {}

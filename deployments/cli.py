@@ -26,6 +26,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     serve.run(build_app(cfg), name="raydiag", route_prefix="/", blocking=False)
     base = f"http://{cfg.server.host}:{cfg.server.port}"
     print(f"raydiag is ready on {base}", flush=True)
+    if cfg.server.direct_ingress:
+        lo, hi = cfg.server.direct_ingress_ports
+        print(f"ingress replicas also serve HTTP directly on ports {lo}-{hi} (the first replica: {lo})", flush=True)
     print("Try:", flush=True)
     print(
         f"  curl -N -H 'Content-Type: application/json' -X POST {base}/api/chat "

@@ -33,6 +33,25 @@ class _Section(BaseModel):
 class ServerSettings(_Section):
     host: str = Field(default="127.0.0.1", description="Address the HTTP proxy binds to.")
     port: int = Field(default=8000, gt=0, lt=65536, description="HTTP port. Overridden by RAYDIAG_PORT.")
+    direct_ingress: bool = Field(
+        default=False,
+        description="Ingress replicas also serve HTTP themselves (Ray Serve direct ingress) on ports from "
+        "direct_ingress_ports, skipping the proxy hop; the proxy keeps serving `port`. Put a load balancer in "
+        "front of several replicas. Read when Ray starts: a locally started Ray gets it from here, cluster nodes "
+        "need RAY_SERVE_ENABLE_DIRECT_INGRESS=1 at `ray start`. Measured in benchmarks/sse_load.py.",
+    )
+    direct_ingress_ports: tuple[int, int] = Field(
+        default=(30000, 31000), description="First and last port an ingress replica may take with direct_ingress."
+    )
+
+    @model_validator(mode="after")
+    def _port_range(self) -> ServerSettings:
+        lo, hi = self.direct_ingress_ports
+        if not 0 < lo <= hi < 65536:
+            raise ValueError(
+                f"direct_ingress_ports must be [first, last] with 0 < first <= last < 65536, not {lo}, {hi}"
+            )
+        return self
 
 
 class AuthSettings(_Section):

@@ -21,6 +21,12 @@ def ray_env(cfg: AppConfig) -> None:
     # Keeps a local Ray on 127.0.0.1 instead of the host's address.
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Serve reads these in every process it starts, so they are set (both ways, explicitly) before Ray
+    # starts: a process that started a direct-ingress Ray earlier must not leak it into the next one.
+    os.environ["RAY_SERVE_ENABLE_DIRECT_INGRESS"] = "1" if cfg.server.direct_ingress else "0"
+    lo, hi = cfg.server.direct_ingress_ports
+    os.environ["RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT"] = str(lo)
+    os.environ["RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT"] = str(hi)
 
 
 def start_ray(cfg: AppConfig) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,22 @@ def test_every_field_is_described() -> None:
         return missing
 
     assert walk(AppConfig) == []
+
+
+def test_direct_ingress_reaches_the_environment_ray_starts_with(monkeypatch: pytest.MonkeyPatch) -> None:
+    from deployments.runtime import ray_env
+
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # ray_env writes here; the real one stays as it was
+    on = parse_config({"server": {"direct_ingress": True, "direct_ingress_ports": [31500, 31510]}}, "t", env={})
+    ray_env(on)
+    assert os.environ["RAY_SERVE_ENABLE_DIRECT_INGRESS"] == "1"
+    assert os.environ["RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT"] == "31500"
+    assert os.environ["RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT"] == "31510"
+    # Off is written out too: a process that started a direct-ingress Ray before must not leak it.
+    ray_env(parse_config({}, "t", env={}))
+    assert os.environ["RAY_SERVE_ENABLE_DIRECT_INGRESS"] == "0"
+
+
+def test_direct_ingress_port_range_is_checked() -> None:
+    with pytest.raises(ConfigError, match="direct_ingress_ports"):
+        parse_config({"server": {"direct_ingress_ports": [31000, 30000]}}, "t", env={})
