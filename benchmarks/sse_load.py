@@ -229,7 +229,7 @@ def start_app(profile: str, work: Path, port: int, extra: dict[str, Any] | None 
     from deployments.config import parse_config
     from deployments.runtime import start_ray
 
-    llm: dict[str, Any] = {"backend": "scripted"}
+    llm: dict[str, Any] = {"backend": "scripted"}  # scripted and scripted-direct
     if profile == "vllm":
         llm = {"backend": "vllm", "model": os.environ.get("RAYDIAG_BENCH_MODEL", "qwen2.5-coder-0.5b-instruct")}
         llm.update({"model_root": str(ROOT / "var" / "models"), "max_model_len": 8192, "num_cpus": 1})
@@ -286,14 +286,14 @@ def start_app(profile: str, work: Path, port: int, extra: dict[str, Any] | None 
 def start_profile(profile: str, work: Path, port: int) -> str:
     """Start the app for a profile; its base URL. ``scripted-direct`` is the scripted profile with
     server.direct_ingress on, measured at the ingress replica's own port (no proxy hop)."""
-    if profile != "scripted-direct":
-        start_app(profile, work, port)
+    extra: dict[str, Any] = {}
+    if profile == "scripted-direct":
+        first = free_port()  # the one ingress replica takes the first port of its range
+        extra = {"server": {"direct_ingress": True, "direct_ingress_ports": [first, first + 20]}}
+    cfg = start_app(profile, work, port, extra)
+    if not cfg.server.direct_ingress:
         return f"http://127.0.0.1:{port}"
-    direct = free_port()  # the one ingress replica takes the first port of its range
-    start_app(
-        "scripted", work, port, {"server": {"direct_ingress": True, "direct_ingress_ports": [direct, direct + 20]}}
-    )
-    base = f"http://127.0.0.1:{direct}"
+    base = f"http://127.0.0.1:{cfg.server.direct_ingress_ports[0]}"
     for _ in range(100):  # the replica starts its own HTTP server while it initialises
         try:
             if httpx.get(base + "/healthz", timeout=2).status_code == 200:
