@@ -16,8 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from audit.settings import AuditSettings
 from deployments.auth import parse_keys
-from harness.settings import HarnessSettings, TelemetrySettings
+from harness.settings import HarnessSettings
 from rag.settings import SearchSettings
+from telemetry.settings import TelemetrySettings
 
 DEFAULT_CONFIG = Path("configs/serve.local.yaml")
 
@@ -202,7 +203,7 @@ class AppConfig(_Section):
     harness: HarnessSettings = Field(default_factory=HarnessSettings, description="Pipeline budgets.")
     llm: LLMSettings = Field(default_factory=LLMSettings, description="The self-hosted LLM engine.")
     telemetry: TelemetrySettings = Field(
-        default_factory=TelemetrySettings, description="Where query_logs and query_metrics read."
+        default_factory=TelemetrySettings, description="Where the telemetry tools read, and the run clock."
     )
 
 
@@ -279,6 +280,7 @@ def resolve_paths(cfg: AppConfig, base: Path | None = None) -> AppConfig:
         cfg.search.bge_m3_model = _abs(cfg.search.bge_m3_model, base)
     cfg.telemetry.log_roots = [_abs(p, base) for p in cfg.telemetry.log_roots]
     cfg.telemetry.metric_roots = [_abs(p, base) for p in cfg.telemetry.metric_roots]
+    cfg.telemetry.nezha_days = [_abs(p, base) for p in cfg.telemetry.nezha_days]
     return cfg
 
 

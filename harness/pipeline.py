@@ -31,10 +31,12 @@ from harness.contracts import (
     VerifierOutput,
 )
 from harness.history import SessionHistory
+from harness.incident_time import incident_start
 from harness.model import ChatModel
 from harness.prompts import language_of
 from harness.protocols import AuditSink
 from harness.recorder import RunRecorder
+from harness.scope import RunOptions, RunScope
 from harness.settings import HarnessSettings
 from harness.stages import evidence_guard
 from harness.stages.base import RunContext, StageError
@@ -44,6 +46,7 @@ from harness.stages.release import Release, fallback, report, withhold_instructi
 from harness.stages.router import route
 from harness.stages.verifier import missing_facts, retry_context, verifier_input, verify
 from harness.tools.base import Tool, ToolBoundary
+from telemetry.clock import iso
 
 log = logging.getLogger(__name__)
 
@@ -66,25 +69,42 @@ class DiagnosisPipeline:
         sink: AuditSink,
         settings: HarnessSettings | None = None,
         model: ChatModel | None = None,
-        tools: Callable[[], list[Tool]] | None = None,
+        tools: Callable[[RunScope], list[Tool]] | None = None,
         skill_catalog: dict[str, str] | None = None,
         domains: str = DEFAULT_DOMAINS,
         history: SessionHistory | None = None,
         run_id_factory: Callable[[], str] = new_run_id,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.sink = sink
         self.settings = settings or HarnessSettings()
         self.model = model
-        self.tools = tools or (lambda: [])
+        self.tools = tools or (lambda _scope: [])
         self.skill_catalog = skill_catalog or {}
         self.domains = domains
         self.history = history or SessionHistory()
         self.run_id_factory = run_id_factory
+        self.clock = clock
 
-    async def run(self, request: ChatRequest, tenant_id: str | None = None) -> AsyncGenerator[SseEvent, None]:
+    def scope(self, question: str, options: RunOptions | None) -> RunScope:
+        """The run's clock and telemetry: the internal options where the service set them, else the
+        service's clock, with the incident start read from the question."""
+        options = options or RunOptions()
+        as_of = options.as_of if options.as_of is not None else self.clock()
+        start = options.incident_start if options.incident_start is not None else incident_start(question, as_of)
+        return RunScope(as_of, start, options.telemetry, options.origin)
+
+    async def run(
+        self, request: ChatRequest, tenant_id: str | None = None, options: RunOptions | None = None
+    ) -> AsyncGenerator[SseEvent, None]:
         run_id = self.run_id_factory()
         rec = RunRecorder(self.sink, request.Id, run_id, request.Question, tenant_id=tenant_id)
-        rec.start()
+        scope = self.scope(request.Question, options)
+        rec.start(
+            as_of=iso(scope.as_of),
+            incident_start=iso(scope.incident_start) if scope.incident_start is not None else None,
+            origin=scope.origin,
+        )
         try:
             yield MetadataEvent(session_id=request.Id, run_id=run_id)
             if self.model is None:
@@ -97,7 +117,7 @@ class DiagnosisPipeline:
                 model=self.model,
                 recorder=rec,
                 settings=self.settings,
-                boundary=ToolBoundary(self.tools(), timeout_s=self.settings.stage_timeout_s),
+                boundary=ToolBoundary(self.tools(scope), timeout_s=self.settings.stage_timeout_s),
                 history=self.history.get(request.Id),
             )
             async for event in self._diagnose(ctx, request.Id):

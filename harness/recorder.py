@@ -95,9 +95,10 @@ class RunRecorder:
 
     # -- run lifecycle -----------------------------------------------------------------------
 
-    def start(self, agent_flow: str = "CHAT") -> None:
+    def start(self, agent_flow: str = "CHAT", **context: Any) -> None:
+        """``context``: the run's clock and origin (harness/scope.py), kept on RUN_STARTED for replay."""
         self._emit("run_started", {"query": self.query, "agent_flow": agent_flow, "tenant_id": self.tenant_id})
-        self.timeline("RUN", "RUN_STARTED", "RUNNING", agent_flow=agent_flow)
+        self.timeline("RUN", "RUN_STARTED", "RUNNING", agent_flow=agent_flow, **context)
 
     def model_usage(self, phase: str, component: str, component_round: int, usage: Usage | None) -> None:
         """One MODEL_TOKEN_USAGE event per model call (seed e2e §8.1)."""

@@ -14,17 +14,3 @@ class HarnessSettings(BaseModel):
     history_token_budget: int = Field(
         default=1500, ge=0, description="Tokens of earlier turns of the session shown to the planner/executor."
     )
-
-
-class TelemetrySettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    backend: str = Field(default="file", description="'file' (bundled demo + CSV/JSONL files); more to come.")
-    log_roots: list[str] = Field(
-        default_factory=lambda: ["knowledge/telemetry/logs"],
-        description="Folders of <service>.jsonl logs and Loghub *_structured.csv files.",
-    )
-    metric_roots: list[str] = Field(
-        default_factory=lambda: ["knowledge/telemetry/metrics"],
-        description="Folders of <service>/<metric>.csv series (timestamp,value), NAB layout included.",
-    )

@@ -3,34 +3,52 @@ benchmarks use the same wiring."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from harness.model import ChatModel
 from harness.pipeline import DiagnosisPipeline
 from harness.protocols import AuditSink
-from harness.settings import HarnessSettings, TelemetrySettings
+from harness.scope import RunScope
+from harness.settings import HarnessSettings
 from harness.tools.base import Tool
 from harness.tools.current_time import CurrentTimeTool
 from harness.tools.lookup_knowledge import KnowledgeLookup, LookupKnowledgeTool
 from harness.tools.read_skill import ReadSkillTool, Skill, load_skills
-from harness.tools.telemetry import FileTelemetry, QueryLogsTool, QueryMetricsTool
-
-
-def telemetry_backend(settings: TelemetrySettings) -> FileTelemetry:
-    if settings.backend != "file":
-        raise ValueError(f"unknown telemetry backend {settings.backend!r}")
-    return FileTelemetry([Path(p) for p in settings.log_roots], [Path(p) for p in settings.metric_roots])
+from harness.tools.telemetry import (
+    QueryLogsTool,
+    QueryMetricsTool,
+    RankAnomaliesTool,
+    ServiceDependenciesTool,
+    TelemetryView,
+)
+from telemetry.combined import ClockedTelemetry
+from telemetry.factory import BackendCache, pinned_clock
+from telemetry.settings import TelemetrySettings
 
 
 def tool_factory(
     telemetry: TelemetrySettings, skills: dict[str, Skill], lookup: KnowledgeLookup | None = None
-) -> Callable[[], list[Tool]]:
-    """A factory of each run's tool set (the allow-list the executor sees)."""
-    backend = telemetry_backend(telemetry)
+) -> Callable[[RunScope], list[Tool]]:
+    """A factory of each run's tool set (the allow-list the executor sees), bound to the run's clock
+    and telemetry (the service's, or the one the run's internal options name)."""
+    backends = BackendCache()
 
-    def tools() -> list[Tool]:
-        out: list[Tool] = [CurrentTimeTool(), ReadSkillTool(skills), QueryLogsTool(backend), QueryMetricsTool(backend)]
+    def tools(scope: RunScope) -> list[Tool]:
+        settings = scope.telemetry or telemetry
+        backend = ClockedTelemetry(backends.get(settings), scope.as_of)
+        view = TelemetryView(
+            backend, scope.as_of, scope.incident_start, settings.window_minutes * 60, settings.baseline_minutes * 60
+        )
+        out: list[Tool] = [
+            RankAnomaliesTool(view),
+            QueryMetricsTool(view),
+            QueryLogsTool(view),
+            ServiceDependenciesTool(view),
+            ReadSkillTool(skills),
+            CurrentTimeTool(lambda: scope.as_of),
+        ]
         if lookup is not None:
             out.insert(0, LookupKnowledgeTool(lookup))
         return out
@@ -39,9 +57,18 @@ def tool_factory(
 
 
 def bundled_telemetry(root: Path) -> TelemetrySettings:
-    """The demo telemetry shipped in ``knowledge/telemetry`` under a checkout at ``root``."""
+    """The demo telemetry shipped in ``knowledge/telemetry`` under a checkout at ``root``, with the clock
+    pinned to the demo incident (its data ends at 10:30 UTC on 2026-11-30)."""
     base = root / "knowledge" / "telemetry"
-    return TelemetrySettings(log_roots=[str(base / "logs")], metric_roots=[str(base / "metrics")])
+    return TelemetrySettings(log_roots=[str(base / "logs")], metric_roots=[str(base / "metrics")], clock=DEMO_CLOCK)
+
+
+DEMO_CLOCK = "2026-11-30T10:15:00Z"
+
+
+def service_clock(telemetry: TelemetrySettings) -> Callable[[], float]:
+    pinned = pinned_clock(telemetry)
+    return (lambda: pinned) if pinned is not None else time.time
 
 
 def build_pipeline(
@@ -60,4 +87,5 @@ def build_pipeline(
         model=model,
         tools=tool_factory(telemetry, skills, lookup),
         skill_catalog={s.name: s.description for s in skills.values()},
+        clock=service_clock(telemetry),
     )

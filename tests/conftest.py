@@ -42,6 +42,17 @@ def shared_dir() -> Path:
     return SHARED
 
 
+@pytest.fixture(scope="session")
+def nezha_root(shared_dir: Path) -> Path:
+    """The Nezha RCA data (OnlineBoutique 2022-08-22 metrics, two minutes of logs, fault lists)."""
+    return shared_dir / "data" / "nezha-rca-onlineboutique"
+
+
+@pytest.fixture(scope="session")
+def nezha_day(nezha_root: Path) -> Path:
+    return nezha_root / "rca_data" / "2022-08-22"
+
+
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'audit.db'}"

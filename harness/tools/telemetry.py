@@ -1,202 +1,387 @@
-"""query_logs and query_metrics over a telemetry backend.
+"""The telemetry tools the model sees: rank_anomalies, query_metrics, query_logs, service_dependencies.
 
-``FileTelemetry`` is the embedded default. It reads
-- the bundled demo telemetry: ``logs/<service>.jsonl`` ({"ts", "level", "message"} per line) and
-  ``metrics/<service>/<metric>.csv`` (timestamp,value);
-- Loghub structured CSVs (``<System>_2k.log_structured.csv``; service = the system, lower case);
-- NAB metric CSVs (``<group>/<series>.csv``; service = the group, metric = the series).
-A real backend (Prometheus HTTP API, Loki, Elasticsearch) implements the same ``TelemetryBackend``.
+They wrap ``telemetry/`` (backends, windows, analysis) the way lookup_knowledge wraps ``rag/``: the
+analysis happens here, the model reads the result and cites it. Every tool takes an optional window
+(``start``/``end``: RFC 3339, epoch seconds, or relative like ``-30m``) resolved against the run's
+clock; the default window runs from the incident start the question named (else 30 minutes back) to
+the clock, the baseline is the 30 minutes before the window. Outputs are bounded (caps below); every
+citable fact is an ``evidence`` block with a stable key:
+``anomaly:<service>:<window start>``, ``metric:<service>:<signal>:<since>``,
+``logtpl:<service>:<template id>``, ``dep:<caller>-><callee>``.
 """
 
 from __future__ import annotations
 
-import csv
-import json
-import statistics
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from harness.tools.base import ToolResult
+from telemetry.analysis.deviation import Deviation, deviation, downsample
+from telemetry.analysis.drain import Drain
+from telemetry.analysis.ranking import ServiceAnomaly, rank_anomalies
+from telemetry.backends.prometheus import PrometheusError
+from telemetry.clock import TimeSpecError, Window, baseline_window, iso, minute, parse_span, resolve_window
+from telemetry.model import TelemetryBackend
+from telemetry.signals import signal_spec
+
+MAX_RANKED = 5
+MAX_SIGNALS = 8
+MAX_SERIES_POINTS = 12
+MAX_LOG_LINES = 20
+MAX_TEMPLATES = 10
+MAX_MESSAGE_CHARS = 300
+MAX_EDGES = 60
+
+_WINDOW_PROPS: dict[str, Any] = {
+    "start": {
+        "type": "string",
+        "description": "window start: RFC 3339, epoch seconds or -30m; default: the incident start",
+    },
+    "end": {"type": "string", "description": "window end (default: now, the run's clock)"},
+}
 
 
-@dataclass(frozen=True)
-class LogLine:
-    ts: str
-    level: str
-    message: str
+class TelemetryView:
+    """One run's view of a backend: its clock, its default window and baseline."""
+
+    def __init__(
+        self,
+        backend: TelemetryBackend,
+        as_of: float,
+        incident_start: float | None = None,
+        window_s: float = 1800.0,
+        baseline_s: float = 1800.0,
+    ) -> None:
+        self.backend = backend
+        self.as_of = as_of
+        self.incident_start = incident_start
+        self.window_s = window_s
+        self.baseline_s = baseline_s
+
+    def window(self, args: dict[str, Any]) -> Window:
+        return resolve_window(args.get("start"), args.get("end"), self.as_of, self.incident_start, self.window_s)
+
+    def baseline(self, window: Window, args: dict[str, Any]) -> Window:
+        return baseline_window(window, parse_span(args.get("baseline"), self.baseline_s))
+
+    def frame(self, window: Window, baseline: Window) -> dict[str, Any]:
+        return {"clock": iso(self.as_of), "window": window.describe(), "baseline": baseline.describe()}
 
 
-@dataclass(frozen=True)
-class Point:
-    ts: str
-    value: float
+def _num(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else float(f"{value:.{digits}g}")
 
 
-class TelemetryBackend(Protocol):
-    def services(self) -> list[str]: ...
-    def logs(self, service: str) -> list[LogLine] | None: ...
-    def metric_names(self, service: str) -> list[str]: ...
-    def metric(self, service: str, metric: str) -> list[Point] | None: ...
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "n/a"
+    if unit == "bytes" and abs(value) >= 1 << 20:
+        return f"{value / (1 << 20):.1f} MiB"
+    return f"{value:.4g}{(' ' + unit) if unit else ''}"
 
 
-class FileTelemetry:
-    def __init__(self, log_roots: list[Path], metric_roots: list[Path]) -> None:
-        self._log_files: dict[str, Path] = {}
-        for root in log_roots:
-            for path in sorted(root.rglob("*.jsonl")):
-                self._log_files[path.stem] = path
-            for path in sorted(root.rglob("*_structured.csv")):
-                self._log_files[path.name.split("_")[0].lower()] = path
-        self._metric_files: dict[tuple[str, str], Path] = {}
-        for root in metric_roots:
-            for path in sorted(root.rglob("*.csv")):
-                self._metric_files[(path.parent.name, path.stem)] = path
-        self._log_cache: dict[str, list[LogLine]] = {}
-
-    @classmethod
-    def bundled(cls, root: Path) -> FileTelemetry:
-        return cls([root / "logs"], [root / "metrics"])
-
-    def services(self) -> list[str]:
-        return sorted(set(self._log_files) | {s for s, _ in self._metric_files})
-
-    def logs(self, service: str) -> list[LogLine] | None:
-        path = self._log_files.get(service)
-        if path is None:
-            return None
-        if service not in self._log_cache:
-            self._log_cache[service] = _read_logs(path)
-        return self._log_cache[service]
-
-    def metric_names(self, service: str) -> list[str]:
-        return sorted(m for s, m in self._metric_files if s == service)
-
-    def metric(self, service: str, metric: str) -> list[Point] | None:
-        path = self._metric_files.get((service, metric))
-        if path is None:
-            return None
-        with path.open(encoding="utf-8") as fh:
-            return [Point(row["timestamp"], float(row["value"])) for row in csv.DictReader(fh)]
+def _deviation_text(d: Deviation) -> str:
+    unit = signal_spec(d.signal).unit
+    where = f" ({d.instance})" if "->" in d.instance else ""
+    since = f" since {minute(d.onset)}" if d.onset is not None else ""
+    return (
+        f"{d.signal}{where} {_fmt(d.baseline_median, unit)} -> {_fmt(d.peak, unit)}, "
+        f"{d.score:.0f}x its baseline spread{since}"
+    )
 
 
-def _read_logs(path: Path) -> list[LogLine]:
-    if path.suffix == ".jsonl":
-        lines = []
-        with path.open(encoding="utf-8") as fh:
-            for raw in fh:
-                if raw.strip():
-                    d = json.loads(raw)
-                    lines.append(LogLine(str(d.get("ts", "")), str(d.get("level", "")), str(d.get("message", ""))))
-        return lines
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        rows = list(csv.DictReader(fh))
-    out = []
-    for row in rows:
-        ts = " ".join(row[k] for k in ("Date", "Day", "Time") if row.get(k))
-        out.append(LogLine(ts, row.get("Level", ""), row.get("Content", "")))
-    return out
+def _error(message: str) -> ToolResult:
+    return ToolResult("error", {"error": message}, preview=message[:120], error=message)
 
 
-class QueryLogsTool:
-    name = "query_logs"
+async def _guarded(coro: Any) -> ToolResult:
+    try:
+        result: ToolResult = await coro
+        return result
+    except TimeSpecError as err:
+        return _error(str(err))
+    except PrometheusError as err:
+        return _error(str(err))
+
+
+class RankAnomaliesTool:
+    name = "rank_anomalies"
     description = (
-        "Search a service's logs. Returns matching lines (all keywords must occur, case-insensitive), "
-        "newest last, and the total number of matches."
+        "Rank services by how far their metrics in the window deviate from their own baseline (robust deviation), "
+        "blaming the service at the bottom of a slow call chain rather than its callers. Each entry: the deviating "
+        "signals, since when, and the suspected fault category. Call this first."
     )
     parameters: dict[str, Any] = {
         "type": "object",
-        "properties": {
-            "service": {"type": "string", "description": "service name, e.g. payment-service"},
-            "query": {"type": "string", "description": "space-separated keywords; empty for all lines"},
-            "level": {"type": "string", "description": "only this level, e.g. ERROR"},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 50},
-        },
-        "required": ["service"],
+        "properties": {**_WINDOW_PROPS, "baseline": {"type": "string", "description": "baseline length, e.g. 30m"}},
         "additionalProperties": False,
     }
 
-    def __init__(self, backend: TelemetryBackend) -> None:
-        self.backend = backend
+    def __init__(self, view: TelemetryView) -> None:
+        self.view = view
 
     async def run(self, args: dict[str, Any], call_id: str = "") -> ToolResult:
-        service = str(args.get("service", "")).strip()
-        lines = self.backend.logs(service)
-        if lines is None:
-            return ToolResult(
-                "no_data",
-                {"error": f"no logs for service {service!r}", "services": self.backend.services()},
-                preview=f"no logs {service}",
-            )
-        terms = [t.lower() for t in str(args.get("query", "")).split() if t]
-        level = str(args.get("level", "")).upper()
-        limit = max(1, min(int(args.get("limit", 20) or 20), 50))
-        hits = [
-            ln
-            for ln in lines
-            if all(t in ln.message.lower() for t in terms) and (not level or ln.level.upper() == level)
-        ]
-        if not hits:
-            return ToolResult(
-                "no_data", {"service": service, "total_matches": 0, "matches": []}, preview=f"{service}: 0 matches"
-            )
-        shown = hits[-limit:]
-        output = {
-            "service": service,
-            "total_matches": len(hits),
-            "matches": [{"ts": h.ts, "level": h.level, "message": h.message} for h in shown],
+        return await _guarded(self._run(args))
+
+    async def _run(self, args: dict[str, Any]) -> ToolResult:
+        window = self.view.window(args)
+        baseline = self.view.baseline(window, args)
+        ranked = await rank_anomalies(self.view.backend, window, baseline)
+        frame = self.view.frame(window, baseline)
+        anomalous = [a for a in ranked if a.anomalous]
+        if not anomalous:
+            out = {**frame, "ranking": [], "services_checked": len(ranked), "evidence": []}
+            return ToolResult("no_data", out, preview=f"no anomaly among {len(ranked)} services")
+        entries, evidence = [], []
+        for n, a in enumerate(anomalous[:MAX_RANKED], 1):
+            key = f"anomaly:{a.service}:{minute(window.start)}"
+            entries.append(self._entry(n, a, key))
+            evidence.append({"key": key, "text": self._text(n, len(ranked), a)})
+        out = {**frame, "ranking": entries, "services_checked": len(ranked), "evidence": evidence}
+        top = anomalous[0]
+        return ToolResult("success", out, preview=f"top {top.service} ({top.category}) of {len(ranked)} services")
+
+    @staticmethod
+    def _entry(n: int, a: ServiceAnomaly, key: str) -> dict[str, Any]:
+        return {
+            "rank": n,
+            "service": a.service,
+            "score": round(a.score, 2),
+            "suspected_category": a.category,
+            "since": minute(a.onset) if a.onset is not None else None,
+            "explained_by": a.explained_by,
+            "signals": [
+                {
+                    "signal": d.signal,
+                    "instance": d.instance,
+                    "baseline_median": _num(d.baseline_median),
+                    "peak": _num(d.peak),
+                    "deviation": round(d.score, 1),
+                }
+                for d in a.deviations[:3]
+                if d.score > 0
+            ],
+            "key": key,
         }
-        return ToolResult("success", output, preview=f"{service}: {len(hits)} matches")
+
+    @staticmethod
+    def _text(n: int, total: int, a: ServiceAnomaly) -> str:
+        signals = "; ".join(_deviation_text(d) for d in a.deviations[:2] if d.score > 0)
+        blame = f"; its callee {a.explained_by} is anomalous too" if a.explained_by else ""
+        return f"{a.service} ranks {n} of {total}: {signals}. Suspected {a.category}: {a.category_reason}{blame}."
 
 
 class QueryMetricsTool:
     name = "query_metrics"
     description = (
-        "Summarise a metric series of a service: min, max, mean, p95, last value, and the peak's time. "
-        "Without 'metric', lists the service's metrics."
+        "A service's metrics in the window against its baseline: per signal the baseline median and IQR, the window's "
+        "peak, the robust deviation, since when, and a short series. Without 'signal', every signal of the service."
     )
     parameters: dict[str, Any] = {
         "type": "object",
         "properties": {
-            "service": {"type": "string"},
-            "metric": {"type": "string", "description": "metric name from the service's list"},
+            "service": {"type": "string", "description": "service name, e.g. currencyservice"},
+            "signal": {"type": "string", "description": "cpu, memory, latency_p90, latency_p99, error_rate, ..."},
+            **_WINDOW_PROPS,
         },
         "required": ["service"],
         "additionalProperties": False,
     }
 
-    def __init__(self, backend: TelemetryBackend) -> None:
-        self.backend = backend
+    def __init__(self, view: TelemetryView) -> None:
+        self.view = view
 
     async def run(self, args: dict[str, Any], call_id: str = "") -> ToolResult:
+        return await _guarded(self._run(args))
+
+    async def _run(self, args: dict[str, Any]) -> ToolResult:
+        backend = self.view.backend
         service = str(args.get("service", "")).strip()
-        metric = str(args.get("metric", "")).strip()
-        names = self.backend.metric_names(service)
-        if not metric:
-            if not names:
-                return ToolResult("no_data", {"error": f"no metrics for {service!r}"}, preview="no metrics")
-            return ToolResult("success", {"service": service, "metrics": names}, preview=f"{len(names)} metrics")
-        points = self.backend.metric(service, metric)
-        if not points:
+        known = await backend.signals(service)
+        if not known:
             return ToolResult(
                 "no_data",
-                {"error": f"no metric {metric!r} for {service!r}", "metrics": names},
-                preview=f"no metric {metric}",
+                {"error": f"no metrics for service {service!r}", "services": await backend.services()},
+                preview=f"no metrics {service}",
             )
-        values = [p.value for p in points]
-        peak = max(points, key=lambda p: p.value)
-        ordered = sorted(values)
-        summary = {
-            "service": service,
-            "metric": metric,
-            "points": len(points),
-            "from": points[0].ts,
-            "to": points[-1].ts,
-            "min": round(min(values), 4),
-            "max": round(max(values), 4),
-            "mean": round(statistics.fmean(values), 4),
-            "p95": round(ordered[max(0, int(len(ordered) * 0.95) - 1)], 4),
-            "last": round(values[-1], 4),
-            "peak_at": peak.ts,
+        wanted = str(args.get("signal") or "").strip()
+        if wanted and wanted not in known:
+            return ToolResult(
+                "no_data", {"error": f"no signal {wanted!r} for {service!r}", "signals": known}, preview=f"no {wanted}"
+            )
+        window = self.view.window(args)
+        baseline = self.view.baseline(window, args)
+        rows = []
+        for name in [wanted] if wanted else known:
+            for s in await backend.series(name, baseline.start, window.end, service):
+                rows.append((deviation(s, window, baseline, signal_spec(name)), s))
+        if not rows:
+            out = {**self.view.frame(window, baseline), "service": service, "signals": [], "evidence": []}
+            return ToolResult("no_data", out, preview=f"{service}: no samples in the window")
+        rows.sort(key=lambda r: -r[0].score)
+        signals: list[dict[str, Any]] = []
+        evidence: list[dict[str, str]] = []
+        for d, s in rows[:MAX_SIGNALS]:
+            key = f"metric:{service}:{d.signal}:{minute(d.onset if d.onset is not None else window.start)}"
+            unit = signal_spec(d.signal).unit
+            signals.append(
+                {
+                    "signal": d.signal,
+                    "unit": unit,
+                    "instance": d.instance,
+                    "baseline_median": _num(d.baseline_median),
+                    "baseline_iqr": _num(d.baseline_iqr),
+                    "peak": _num(d.peak),
+                    "last": _num(d.last),
+                    "deviation": round(d.score, 1),
+                    "since": minute(d.onset) if d.onset is not None else None,
+                    "series": [[minute(t), _num(v)] for t, v in downsample(s, window, MAX_SERIES_POINTS)],
+                    "key": key,
+                }
+            )
+            if not any(e["key"] == key for e in evidence):
+                evidence.append({"key": key, "text": f"{service} {_deviation_text(d)}"})
+        out = {**self.view.frame(window, baseline), "service": service, "signals": signals, "evidence": evidence}
+        top = rows[0][0]
+        return ToolResult("success", out, preview=f"{service}: {top.signal} {top.score:.0f}x")
+
+
+class QueryLogsTool:
+    name = "query_logs"
+    description = (
+        "A service's logs in the window: matching lines (newest last) and the log templates mined from them, each "
+        "counted in the window and in the baseline; new and surging templates first."
+    )
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "service": {"type": "string", "description": "service name"},
+            "contains": {"type": "string", "description": "space-separated words every line must contain"},
+            "level": {"type": "string", "description": "only this level, e.g. ERROR"},
+            **_WINDOW_PROPS,
+        },
+        "required": ["service"],
+        "additionalProperties": False,
+    }
+
+    def __init__(self, view: TelemetryView) -> None:
+        self.view = view
+
+    async def run(self, args: dict[str, Any], call_id: str = "") -> ToolResult:
+        return await _guarded(self._run(args))
+
+    async def _run(self, args: dict[str, Any]) -> ToolResult:
+        backend = self.view.backend
+        service = str(args.get("service", "")).strip()
+        window = self.view.window(args)
+        baseline = self.view.baseline(window, args)
+        records = await backend.logs(service, baseline.start, window.end)
+        if records is None:
+            return ToolResult(
+                "no_data",
+                {"error": f"no logs for service {service!r}", "services": await backend.log_services()},
+                preview=f"no logs {service}",
+            )
+        terms = [t.lower() for t in str(args.get("contains") or "").split()]
+        level = str(args.get("level") or "").upper()
+        picked = [r for r in records if all(t in r.message.lower() for t in terms) and (not level or r.level == level)]
+        drain = Drain()
+        in_window: dict[int, int] = {}
+        in_base: dict[int, int] = {}
+        for r in picked:
+            tpl = drain.add(r.message)
+            counts = in_window if window.contains(r.ts) else in_base
+            counts[tpl.id] = counts.get(tpl.id, 0) + 1
+        lines = [r for r in picked if window.contains(r.ts)]
+        frame = {**self.view.frame(window, baseline), "service": service}
+        if not lines:
+            out = {
+                **frame,
+                "total_lines": 0,
+                "baseline_lines": len(picked),
+                "matches": [],
+                "templates": [],
+                "evidence": [],
+            }
+            return ToolResult("no_data", out, preview=f"{service}: 0 lines in the window")
+        base_total = sum(in_base.values())
+        templates: list[dict[str, Any]] = []
+        for tpl in drain.templates:
+            n, b = in_window.get(tpl.id, 0), in_base.get(tpl.id, 0)
+            if not n:
+                continue
+            status = (
+                "new"
+                if b == 0
+                else ("surging" if n / max(window.seconds, 1) > 2 * b / max(baseline.seconds, 1) else "steady")
+            )
+            templates.append(
+                {
+                    "id": tpl.id,
+                    "template": tpl.text[:MAX_MESSAGE_CHARS],
+                    "count": n,
+                    "baseline_count": b,
+                    "status": status,
+                }
+            )
+        order = {"new": 0, "surging": 1, "steady": 2}
+        templates.sort(key=lambda t: (order[str(t["status"])], -int(t["count"])))
+        templates = templates[:MAX_TEMPLATES]
+        evidence = [
+            {
+                "key": f"logtpl:{service}:{t['id']}",
+                "text": f"{service} log template '{t['template']}': {t['count']} lines in the window, "
+                f"{t['baseline_count']} in the baseline ({t['status']})",
+            }
+            for t in templates
+        ]
+        out = {
+            **frame,
+            "total_lines": len(lines),
+            "baseline_lines": base_total,
+            "baseline_note": None
+            if base_total
+            else "no log lines in the baseline window: every template counts as new",
+            "matches": [
+                {"ts": iso(r.ts), "level": r.level, "message": r.message[:MAX_MESSAGE_CHARS]}
+                for r in lines[-MAX_LOG_LINES:]
+            ],
+            "templates": templates,
+            "evidence": evidence,
         }
-        return ToolResult("success", summary, preview=f"{metric} max={summary['max']} last={summary['last']}")
+        return ToolResult("success", out, preview=f"{service}: {len(lines)} lines, {len(templates)} templates")
+
+
+class ServiceDependenciesTool:
+    name = "service_dependencies"
+    description = "Who calls whom: a service's callers and callees, or the whole call graph without 'service'."
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {"service": {"type": "string", "description": "service name; omit for the whole graph"}},
+        "additionalProperties": False,
+    }
+
+    def __init__(self, view: TelemetryView) -> None:
+        self.view = view
+
+    async def run(self, args: dict[str, Any], call_id: str = "") -> ToolResult:
+        return await _guarded(self._run(args))
+
+    async def _run(self, args: dict[str, Any]) -> ToolResult:
+        edges = await self.view.backend.edges()
+        service = str(args.get("service") or "").strip()
+        if service:
+            edges = [e for e in edges if service in (e.caller, e.callee)]
+        if not edges:
+            msg = f"no call graph edges for {service!r}" if service else "the backend has no call graph"
+            return ToolResult("no_data", {"error": msg}, preview=msg)
+        shown = edges[:MAX_EDGES]
+        out: dict[str, Any] = {
+            "edges": [{"caller": e.caller, "callee": e.callee} for e in shown],
+            "evidence": [{"key": f"dep:{e.caller}->{e.callee}", "text": f"{e.caller} calls {e.callee}"} for e in shown],
+            "truncated": len(edges) > len(shown),
+        }
+        if service:
+            out["service"] = service
+            out["callers"] = sorted({e.caller for e in edges if e.callee == service})
+            out["callees"] = sorted({e.callee for e in edges if e.caller == service})
+        return ToolResult("success", out, preview=f"{len(edges)} edges")

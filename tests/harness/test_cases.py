@@ -35,7 +35,7 @@ async def replay(case: dict[str, Any]) -> tuple[list[Any], ListSink, ScriptedMod
     model = ScriptedModel(case["model"])
     tools = {name: ReplayTool(name, recs) for name, recs in case["recordings"].items()}
     sink = ListSink()
-    pipeline = DiagnosisPipeline(sink, model=model, tools=lambda: list(tools.values()))
+    pipeline = DiagnosisPipeline(sink, model=model, tools=lambda _scope: list(tools.values()))
     events = [e async for e in pipeline.run(ChatRequest(Id="case-session", Question=case["question"]))]
     return events, sink, model, tools
 

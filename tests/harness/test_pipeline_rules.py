@@ -72,7 +72,7 @@ async def test_the_tool_loop_is_bounded() -> None:
 
     settings = HarnessSettings(max_tool_steps=3)
     pipeline = DiagnosisPipeline(
-        ListSink(), model=ScriptedModel(fn=fn), settings=settings, tools=lambda: [CurrentTimeTool()]
+        ListSink(), model=ScriptedModel(fn=fn), settings=settings, tools=lambda _scope: [CurrentTimeTool()]
     )
     events = await _run(pipeline, "loop forever")
     assert calls == 3
@@ -126,7 +126,7 @@ async def test_repeated_tool_calls_run_once_then_the_model_must_answer() -> None
             return ModelResponse("", tool_calls=[ToolCall("", "current_time", {})], usage=Usage(1, 1))
         return ModelResponse("no JSON", usage=Usage(1, 1))
 
-    pipeline = DiagnosisPipeline(ListSink(), model=ScriptedModel(fn=fn), tools=lambda: [Counting()])
+    pipeline = DiagnosisPipeline(ListSink(), model=ScriptedModel(fn=fn), tools=lambda _scope: [Counting()])
     await _run(pipeline, "what time is it broken")
     assert runs == 1
     # round 1 runs the tool, round 2 repeats it (skipped), round 3 must answer without tools

@@ -1,0 +1,1 @@
+"""Analysis over backend data: robust deviation, anomaly ranking, log templates."""

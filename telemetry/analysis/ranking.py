@@ -1,0 +1,129 @@
+"""rank_anomalies: which services deviate from their own baseline, in what, since when, and which
+of them the call graph says is the likely origin.
+
+Method (measured in benchmarks/anomaly_ranking.py):
+1. Per service, every *own* signal (``telemetry/signals.py``: resources, the latency it serves, its
+   errors, and ``call_latency`` — how slow its callers find it) gets a robust deviation per instance
+   (``deviation.py``); the service's own score is log(1 + the largest weighted deviation).
+2. Propagation over the call graph: a caller is slow when its callee is, so a service's score is
+   discounted by half of the largest own score among its callees (capped at its own). The service
+   at the bottom of a slow call chain stays on top; its callers sink.
+3. A suspected fault category from the deviating signals: CPU → cpu; callers see it slow while it
+   serves fast → network; errors → code; memory → memory; otherwise unknown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass, field
+
+from telemetry.analysis.deviation import ANOMALY_THRESHOLD, Deviation, deviation
+from telemetry.clock import Window
+from telemetry.model import Edge, TelemetryBackend
+from telemetry.signals import SIGNALS, signal_spec
+
+PROPAGATION = 0.5
+
+
+@dataclass
+class ServiceAnomaly:
+    service: str
+    score: float
+    own_score: float
+    explained_by: str | None
+    deviations: list[Deviation]  # the service's own signals, strongest first
+    onset: float | None
+    category: str
+    category_reason: str
+    pods: list[str] = field(default_factory=list)
+
+    @property
+    def anomalous(self) -> bool:
+        return self.own_score >= math.log1p(ANOMALY_THRESHOLD)
+
+
+def _best_by_signal(devs: list[Deviation]) -> dict[str, Deviation]:
+    best: dict[str, Deviation] = {}
+    for d in devs:
+        if d.signal not in best or d.score > best[d.signal].score:
+            best[d.signal] = d
+    return best
+
+
+def categorize(devs: list[Deviation]) -> tuple[str, str]:
+    """The likely kind of fault behind one service's deviations, with the reason in words."""
+    best = _best_by_signal(devs)
+
+    def score(name: str) -> float:
+        return best[name].score if name in best else 0.0
+
+    served = max(score("latency_p90"), score("latency_p99"))
+    if score("error_rate") >= ANOMALY_THRESHOLD and score("error_rate") >= score("cpu"):
+        return "code", f"error rate deviates {score('error_rate'):.0f}x its baseline spread"
+    if score("cpu") >= ANOMALY_THRESHOLD:
+        return "cpu", f"CPU deviates {score('cpu'):.0f}x its baseline spread"
+    if score("call_latency") >= ANOMALY_THRESHOLD and score("call_latency") > 2 * served:
+        return "network", (
+            f"callers see its calls {score('call_latency'):.0f}x slower than baseline while the latency it "
+            f"serves deviates {served:.0f}x: the time is lost between them"
+        )
+    if score("memory") >= ANOMALY_THRESHOLD:
+        return "memory", f"memory deviates {score('memory'):.0f}x its baseline spread"
+    return "unknown", "no resource, error or network signal stands out"
+
+
+def rank_services(
+    deviations: list[Deviation], edges: list[Edge], propagation: float = PROPAGATION
+) -> list[ServiceAnomaly]:
+    by_service: dict[str, list[Deviation]] = {}
+    for d in deviations:
+        by_service.setdefault(d.service, []).append(d)
+    own: dict[str, float] = {}
+    for service, devs in by_service.items():
+        weighted = [signal_spec(d.signal).weight * d.score for d in devs if signal_spec(d.signal).own]
+        own[service] = math.log1p(max(weighted, default=0.0))
+    callees: dict[str, set[str]] = {}
+    for e in edges:
+        if e.caller in own and e.callee in own and e.caller != e.callee:
+            callees.setdefault(e.caller, set()).add(e.callee)
+    out = []
+    for service, devs in by_service.items():
+        below = sorted(callees.get(service, ()), key=lambda c: -own[c])
+        top_callee = below[0] if below else None
+        callee_score = own[top_callee] if top_callee else 0.0
+        score = own[service] - propagation * min(own[service], callee_score)
+        explained = top_callee if top_callee and callee_score >= math.log1p(ANOMALY_THRESHOLD) else None
+        mine = sorted(
+            (d for d in devs if signal_spec(d.signal).own), key=lambda d: -signal_spec(d.signal).weight * d.score
+        )
+        onsets = [d.onset for d in mine if d.anomalous and d.onset is not None]
+        category, reason = categorize(mine)
+        pods = sorted({d.instance for d in devs if "->" not in d.instance})
+        out.append(
+            ServiceAnomaly(
+                service, score, own[service], explained, mine, min(onsets, default=None), category, reason, pods
+            )
+        )
+    out.sort(key=lambda a: (-a.score, a.service))
+    return out
+
+
+async def collect_deviations(
+    backend: TelemetryBackend, window: Window, baseline: Window, signals: list[str] | None = None
+) -> list[Deviation]:
+    """Every service's deviation in every signal (the catalogue's and the backend's own metric names),
+    one backend query per signal for all services at once."""
+    if signals is None:
+        services = await backend.services()
+        own = await asyncio.gather(*(backend.signals(svc) for svc in services))
+        signals = list(dict.fromkeys([*SIGNALS, *(n for names in own for n in names)]))
+    results = await asyncio.gather(*(backend.series(n, baseline.start, window.end) for n in signals))
+    return [deviation(s, window, baseline, signal_spec(s.signal)) for batch in results for s in batch]
+
+
+async def rank_anomalies(
+    backend: TelemetryBackend, window: Window, baseline: Window, propagation: float = PROPAGATION
+) -> list[ServiceAnomaly]:
+    deviations = await collect_deviations(backend, window, baseline)
+    return rank_services(deviations, await backend.edges(), propagation)

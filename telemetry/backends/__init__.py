@@ -1,0 +1,1 @@
+"""Telemetry backends: files (the bundled demo, the Nezha layout, Loghub, NAB) and Prometheus."""

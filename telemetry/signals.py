@@ -1,0 +1,58 @@
+"""The logical signals every backend maps onto, with what a deviation of each means.
+
+``direction``: +1 a rise is the symptom, -1 a drop, 0 either. ``floor``: the smallest change that
+matters, in the signal's unit, so a near-constant baseline does not turn noise into a huge deviation
+(domain priors, not fitted to any incident). ``own``: whether an anomaly is the service's own
+(resources, the latency it serves, its errors, callers' view of it) or mostly its callees'
+(``client_latency_*``: the latency of the calls it makes), which the ranking does not blame on it.
+``weight``: how much the ranking trusts the signal as evidence of a fault in the service itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Signal:
+    name: str
+    unit: str
+    direction: int
+    floor: float
+    own: bool
+    weight: float
+    description: str
+
+
+SIGNALS: dict[str, Signal] = {
+    s.name: s
+    for s in (
+        Signal("cpu", "cores", +1, 0.001, True, 1.0, "CPU used by the service's pods"),
+        Signal("memory", "bytes", +1, 1 << 20, True, 1.0, "working-set memory of the pods"),
+        Signal("latency_p90", "s", +1, 0.01, True, 1.0, "p90 latency of the requests the service serves"),
+        Signal("latency_p99", "s", +1, 0.01, True, 1.0, "p99 latency of the requests the service serves"),
+        Signal("error_rate", "%", +1, 1.0, True, 1.0, "share of the service's requests that failed"),
+        Signal("throughput", "req/s", 0, 0.5, True, 0.5, "requests the service serves per second"),
+        Signal("net_rx", "bytes/s", 0, 1024, True, 0.5, "network bytes received per second"),
+        Signal("net_tx", "bytes/s", 0, 1024, True, 0.5, "network bytes sent per second"),
+        Signal("call_latency", "s", +1, 0.005, True, 1.0, "latency of calls into the service as its callers see it"),
+        Signal("client_latency_p90", "s", +1, 0.01, False, 0.0, "p90 latency of the calls the service makes"),
+        Signal("client_latency_p99", "s", +1, 0.01, False, 0.0, "p99 latency of the calls the service makes"),
+    )
+}
+# Relative floor: a change below this share of the baseline median is noise for every signal.
+RELATIVE_FLOOR = 0.05
+
+
+def signal(name: str) -> Signal:
+    try:
+        return SIGNALS[name]
+    except KeyError:
+        raise KeyError(f"unknown signal {name!r}; known: {', '.join(SIGNALS)}") from None
+
+
+def signal_spec(name: str) -> Signal:
+    """The catalogue's entry, or a neutral one for a backend's own metric names (the demo's
+    ``hikaricp_connections_pending``): either direction counts, and with no floor of its own the
+    deviation is floored at 1% of the largest value seen (``telemetry/analysis/deviation.py``)."""
+    return SIGNALS.get(name) or Signal(name, "", 0, 0.0, True, 1.0, "a metric of the backend's own")
