@@ -9,7 +9,7 @@ CONFIG  ?= configs/serve.local.yaml
 EXTRAS  ?= dev,cpu   # a GPU node: make install EXTRAS=gpu
 PYTEST_ARGS ?=
 
-.PHONY: install install-bge browser run test test-fast lint typecheck fmt bench mariadb clean
+.PHONY: install install-bge browser prometheus run test test-fast lint typecheck fmt bench mariadb clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -56,6 +56,15 @@ browser:
 	fi
 	@/usr/bin/chromium --version
 
+# The Prometheus tier (a real server, backfilled with a public incident day) and the Alertmanager
+# integration need Debian's packages; started by the tests themselves on 127.0.0.1, never as services.
+prometheus:
+	@if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null || ! command -v prometheus-alertmanager >/dev/null; then \
+	  echo "installing prometheus and prometheus-alertmanager"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus prometheus-alertmanager >/dev/null; \
+	fi
+	@prometheus --version 2>&1 | head -1
+
 # The MySQL test tier needs MariaDB on 127.0.0.1:3306 (root, no password); start it if it is down.
 mariadb:
 	@if ! mysqladmin -h 127.0.0.1 -u root --connect-timeout=2 ping >/dev/null 2>&1; then \
@@ -65,7 +74,7 @@ mariadb:
 	fi
 	@mysqladmin -h 127.0.0.1 -u root --connect-timeout=2 ping
 
-test: install install-bge browser mariadb
+test: install install-bge browser prometheus mariadb
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: install
@@ -82,7 +91,7 @@ fmt: install
 typecheck: install
 	$(BIN)/mypy
 
-bench: install mariadb
+bench: install prometheus mariadb
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:

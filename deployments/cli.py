@@ -246,6 +246,47 @@ def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_telemetry_check(args: argparse.Namespace) -> int:
+    """What the configured telemetry backend sees: services, signals, logs, call graph, time span, clock."""
+    import asyncio
+
+    from telemetry.clock import iso
+    from telemetry.factory import build_backend, pinned_clock
+
+    cfg = load_config(args.config)
+    settings = cfg.telemetry
+    if args.nezha_day:
+        settings = settings.model_copy(update={"nezha_days": [*settings.nezha_days, args.nezha_day]})
+    try:
+        inv = asyncio.run(build_backend(settings).inventory())
+    except Exception as err:  # unreachable server, unreadable folder: say which, exit non-zero
+        print(f"raydiag telemetry check: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    clock = pinned_clock(settings)
+    report = {
+        "backend": inv.backend,
+        "clock": iso(clock) if clock is not None else "wall clock",
+        "services": inv.services,
+        "signals": inv.signals,
+        "log_services": inv.log_services,
+        "call_graph_edges": inv.edges,
+        "first": iso(inv.first) if inv.first is not None else None,
+        "last": iso(inv.last) if inv.last is not None else None,
+        "notes": inv.notes,
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"backend {report['backend']}   clock {report['clock']}")
+    print(f"data from {report['first'] or '?'} to {report['last'] or '?'}   call graph: {inv.edges} edges")
+    for service in inv.services:
+        logs = "logs" if service in inv.log_services else "no logs"
+        print(f"  {service:28} {logs:8} {', '.join(inv.signals.get(service, []))}")
+    for note in inv.notes:
+        print(f"note: {note}")
+    return 0
+
+
 def _cmd_check_config(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     data = cfg.model_dump()
@@ -303,6 +344,12 @@ def build_parser() -> argparse.ArgumentParser:
     er.add_argument("--split", default="test", help="qrels split (default test)")
     er.add_argument("--out", default=None, help="write the JSON result here")
     er.set_defaults(fn=_cmd_eval_retrieval)
+
+    tel = sub.add_parser("telemetry", help="telemetry backends").add_subparsers(dest="telemetry_command", required=True)
+    tc = tel.add_parser("check", help="what the configured backend sees: services, signals, time span, clock")
+    tc.add_argument("--nezha-day", default=None, help="also read this Nezha day folder (rca_data/<day>)")
+    tc.add_argument("--json", action="store_true")
+    tc.set_defaults(fn=_cmd_telemetry_check)
 
     sub.add_parser("check-config", help="validate the config and print it").set_defaults(fn=_cmd_check_config)
     return parser

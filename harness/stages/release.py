@@ -23,7 +23,14 @@ from harness.contracts import (
 from harness.instruction_guard import withhold
 from harness.tools.base import LedgerEntry
 
-SOURCE_TYPES = {"lookup_knowledge": "RAG", "query_logs": "LOGS", "query_metrics": "METRICS", "read_skill": "SKILL"}
+SOURCE_TYPES = {
+    "lookup_knowledge": "RAG",
+    "query_logs": "LOGS",
+    "query_metrics": "METRICS",
+    "rank_anomalies": "METRICS",
+    "service_dependencies": "TOOL",
+    "read_skill": "SKILL",
+}
 
 TEMPLATES = {
     ("LOW_CONFIDENCE", "zh"): (

@@ -22,7 +22,14 @@ from harness.stages.evidence_guard import evidence_text
 from harness.stages.executor import ExecutorOutcome
 from harness.tools.base import LedgerEntry
 
-EVIDENCE_TOOLS = ("lookup_knowledge", "query_logs", "query_metrics", "read_skill")
+EVIDENCE_TOOLS = (
+    "lookup_knowledge",
+    "rank_anomalies",
+    "query_metrics",
+    "query_logs",
+    "service_dependencies",
+    "read_skill",
+)
 VERIFIER_SCHEMA = VerifierOutput.model_json_schema()
 
 

@@ -39,3 +39,22 @@ def test_db_upgrade_command(tmp_path: Path) -> None:
     cfg.write_text(f"audit:\n  db_url: sqlite:///{tmp_path / 'b.db'}\n")
     assert main(["--config", str(cfg), "db", "upgrade"]) == 0
     assert (tmp_path / "b.db").exists()
+
+
+def test_telemetry_check(tmp_path: Path, capsys: pytest.CaptureFixture[str], nezha_day: Path) -> None:
+    import json
+
+    from tests.conftest import REPO
+
+    assert main(["--config", str(REPO / "configs" / "serve.local.yaml"), "telemetry", "check", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["backend"] == "file" and report["clock"] == "2026-11-30T10:15:00Z"
+    assert "payment-service" in report["services"] and "payment-service" in report["log_services"]
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("telemetry:\n  log_roots: []\n  metric_roots: []\n")
+    assert main(["--config", str(cfg), "telemetry", "check", "--nezha-day", str(nezha_day), "--json"]) == 0
+    day = json.loads(capsys.readouterr().out)
+    assert len(day["services"]) == 10 and day["call_graph_edges"] == 14 and day["first"] == "2022-08-22T03:51:19Z"
+    cfg.write_text("telemetry:\n  backend: prometheus\n  log_roots: []\n  prometheus: {url: 'http://127.0.0.1:9'}\n")
+    assert main(["--config", str(cfg), "telemetry", "check"]) == 1
+    assert "unreachable" in capsys.readouterr().err

@@ -1,0 +1,29 @@
+"""What every results file records about how it was made: the commit, the date and the command."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def commit() -> str:
+    """HEAD's commit, marked ``-dirty`` when the working tree differs from it."""
+    head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True
+    )
+    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def stamp() -> dict[str, str]:
+    argv = [Path(sys.argv[0]).as_posix(), *sys.argv[1:]]
+    rel = [a.replace(str(ROOT) + "/", "") for a in argv]
+    return {
+        "commit": commit(),
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": "python " + " ".join(rel),
+    }
