@@ -95,15 +95,27 @@ class LLMServer:
         prompt = str(self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))  # type: ignore[arg-type]
         return prompt, len(self.tokenizer.encode(prompt, add_special_tokens=False))
 
-    def _params(self, max_tokens: int, temperature: float, schema: dict[str, Any] | None) -> Any:
+    def _params(
+        self, max_tokens: int, temperature: float, schema: dict[str, Any] | None, repetition_penalty: float = 1.0
+    ) -> Any:
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 
         structured = StructuredOutputsParams(json=schema, disable_any_whitespace=True) if schema else None
-        return SamplingParams(max_tokens=max_tokens, temperature=temperature, structured_outputs=structured)
+        return SamplingParams(
+            max_tokens=max_tokens,
+            temperature=temperature,
+            structured_outputs=structured,
+            repetition_penalty=repetition_penalty,
+        )
 
     async def _generate(
-        self, messages: list[dict[str, str]], max_tokens: int, temperature: float, schema: dict[str, Any] | None
+        self,
+        messages: list[dict[str, str]],
+        max_tokens: int,
+        temperature: float,
+        schema: dict[str, Any] | None,
+        repetition_penalty: float = 1.0,
     ) -> AsyncGenerator[Any, None]:
         prompt, n_prompt = self._prompt(messages)
         if n_prompt + 1 > self.settings.max_model_len:
@@ -114,7 +126,8 @@ class LLMServer:
         request_id = uuid.uuid4().hex
         self.running += 1
         try:
-            async for out in self.engine.generate(prompt, self._params(max_tokens, temperature, schema), request_id):
+            params = self._params(max_tokens, temperature, schema, repetition_penalty)
+            async for out in self.engine.generate(prompt, params, request_id):
                 yield out
         finally:
             # On cancellation vLLM aborts the request when its generator closes; make sure of it.
@@ -129,7 +142,9 @@ class LLMServer:
             schema = guided_schema(request)
             final = None
             async with asyncio.timeout(min(request.timeout_s, self.settings.request_timeout_s)):
-                async for out in self._generate(messages, request.max_tokens, request.temperature, schema):
+                async for out in self._generate(
+                    messages, request.max_tokens, request.temperature, schema, request.repetition_penalty
+                ):
                     final = out
         except TimeoutError:
             return _error("TIMEOUT", f"generation took longer than {request.timeout_s:.0f}s")

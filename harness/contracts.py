@@ -114,8 +114,25 @@ class RecommendedAction(_Lenient):
     evidence_bindings: list[EvidenceBinding] = Field(default_factory=list)
 
 
+RootCauseCategory = Literal["cpu", "memory", "network", "disk", "code", "config", "dependency", "unknown"]
+ROOT_CAUSE_CATEGORIES: tuple[str, ...] = ("cpu", "memory", "network", "disk", "code", "config", "dependency", "unknown")
+
+
+class RootCause(_Lenient):
+    """A machine-readable root-cause candidate (DESIGN.md §8): the RCA evaluation, alert integrations and
+    the console read these. ``claim_ids`` are the kept claims it rests on; ``indirect`` when none of them
+    is a root_cause claim (a lower-ranked candidate resting on a symptom)."""
+
+    component: str = Field(max_length=120)
+    category: RootCauseCategory = "unknown"
+    confidence: Literal["high", "medium", "low"] = "medium"
+    claim_ids: list[str] = Field(default_factory=list)
+    indirect: bool = False
+
+
 class ExecutorEvidence(_Lenient):
-    """Seed 000 §3.2, ``executor_evidence_v1``; runtime key ``executor_feedback``."""
+    """Seed 000 §3.2, ``executor_evidence_v1``; runtime key ``executor_feedback``. ``root_causes`` is
+    raydiag's addition (DESIGN.md §8), most likely first."""
 
     answer_version: Literal["executor_evidence_v1"] = "executor_evidence_v1"
     diagnosis_summary: str
@@ -124,6 +141,7 @@ class ExecutorEvidence(_Lenient):
     recommended_actions: list[RecommendedAction] = Field(default_factory=list)
     missing_info: list[str] = Field(default_factory=list)
     user_facing_answer: str
+    root_causes: list[RootCause] = Field(default_factory=list)
 
 
 ParseStatus = Literal["valid", "missing", "malformed"]
@@ -322,6 +340,7 @@ class DiagnosisReportPayload(_Strict):
 
     report: Report
     references: list[Reference]
+    root_causes: list[RootCause] = Field(default_factory=list, max_length=5)
     outcome: Literal["SUCCESS"] = "SUCCESS"
 
 

@@ -34,6 +34,7 @@ class ModelRequest:
     max_tokens: int = 1024
     temperature: float = 0.0
     timeout_s: float = 120.0
+    repetition_penalty: float = 1.0
 
 
 @dataclass

@@ -33,19 +33,22 @@ from harness.contracts import (
 from harness.history import SessionHistory
 from harness.incident_time import incident_start
 from harness.model import ChatModel
+from harness.playbook import DEFAULT_STEPS
 from harness.prompts import language_of
 from harness.protocols import AuditSink
 from harness.recorder import RunRecorder
+from harness.routing import Embed, ExemplarRouter
 from harness.scope import RunOptions, RunScope
 from harness.settings import HarnessSettings
 from harness.stages import evidence_guard
 from harness.stages.base import RunContext, StageError
 from harness.stages.executor import ExecutorOutcome, execute
 from harness.stages.planner import plan
-from harness.stages.release import Release, fallback, report, withhold_instructions
+from harness.stages.release import Release, fallback, guard_gaps, report
 from harness.stages.router import route
 from harness.stages.verifier import missing_facts, retry_context, verifier_input, verify
 from harness.tools.base import Tool, ToolBoundary
+from harness.tools.read_skill import Skill
 from telemetry.clock import iso
 
 log = logging.getLogger(__name__)
@@ -70,17 +73,19 @@ class DiagnosisPipeline:
         settings: HarnessSettings | None = None,
         model: ChatModel | None = None,
         tools: Callable[[RunScope], list[Tool]] | None = None,
-        skill_catalog: dict[str, str] | None = None,
+        skills: dict[str, Skill] | None = None,
         domains: str = DEFAULT_DOMAINS,
         history: SessionHistory | None = None,
         run_id_factory: Callable[[], str] = new_run_id,
         clock: Callable[[], float] = time.time,
+        embed: Embed | None = None,
     ) -> None:
         self.sink = sink
         self.settings = settings or HarnessSettings()
         self.model = model
         self.tools = tools or (lambda _scope: [])
-        self.skill_catalog = skill_catalog or {}
+        self.skills = skills or {}
+        self.exemplars = ExemplarRouter(embed) if embed is not None else None
         self.domains = domains
         self.history = history or SessionHistory()
         self.run_id_factory = run_id_factory
@@ -153,7 +158,7 @@ class DiagnosisPipeline:
     async def _diagnose(self, ctx: RunContext, session_id: str) -> AsyncGenerator[SseEvent, None]:
         rec = ctx.recorder
         yield StatusEvent(code="ROUTING", detail="routing the question")
-        decision = await route(ctx)
+        decision = await route(ctx, self.exemplars)
         if decision.intent != "DIAGNOSIS":
             text = decision.answer.strip() or decision.reason or "OK"
             rec.timeline("RELEASE", "RELEASE_DECISION", "SUCCESS", content_type="CHAT_ANSWER")
@@ -167,7 +172,10 @@ class DiagnosisPipeline:
 
         self._check_deadline(ctx)
         yield StatusEvent(code="PLANNING", detail="planning the diagnosis")
-        planner_plan = await plan(ctx, self.domains, self.skill_catalog, None)
+        planner_plan = await plan(ctx, self.domains, self.skills, None)
+        skill = self.skills.get(planner_plan.selected_skill or "")
+        playbook = list(skill.steps) if skill is not None and skill.steps else list(DEFAULT_STEPS)
+        constructed = self.settings.grounding == "constructed"
 
         retry: RetryContext | None = None
         release: Release | None = None
@@ -176,7 +184,7 @@ class DiagnosisPipeline:
             self._check_deadline(ctx)
             yield StatusEvent(code="DIAGNOSIS_RUNNING", detail=f"gathering evidence (round {round_no})")
             outcome: ExecutorOutcome | None = None
-            async for item in execute(ctx, planner_plan, retry):
+            async for item in execute(ctx, planner_plan, retry, playbook):
                 if isinstance(item, ExecutorOutcome):
                     outcome = item
                 else:
@@ -197,32 +205,32 @@ class DiagnosisPipeline:
                 "evidence_guard": guard.details(),
                 "executor_output_parse_status": outcome.parse_status.model_dump(),
             }
+            draft = outcome.evidence
+            steps = [a.action_text for a in draft.recommended_actions] if draft else []
             if not guard.passed or guard.kept is None:
-                release = fallback(
-                    "INSUFFICIENT_EVIDENCE",
-                    ctx.lang,
-                    outcome.evidence,
-                    None,
-                    [v["problem"] for v in guard.violations],
-                    ctx.boundary.ledger,
-                )
+                rejected = len({v["claim_id"] for v in guard.violations if v["claim_id"]})
+                gaps = guard_gaps(ctx.lang, rejected, outcome.parse_status.status, draft.missing_info if draft else [])
+                release = fallback("INSUFFICIENT_EVIDENCE", ctx.lang, [], None, gaps, steps, ctx.boundary.ledger, None)
                 break
             kept = ExecutorOutcome(outcome.raw_text, guard.kept, outcome.parse_status)
             yield StatusEvent(code="SAFETY_VALIDATING", detail=f"verifying the draft (round {round_no})")
             payload = verifier_input(ctx, kept, retry)
-            verdict = await verify(ctx, payload, round_no)
+            verdict = await verify(ctx, payload, round_no, guard.kept if constructed else None)
             evaluation["verifier_evaluation"] = self._evaluation(verdict, round_no, payload.model_dump())
             if verdict.verdict == "PASS":
-                release = report(guard.kept, ctx.boundary.ledger, ctx.lang)
+                release = report(guard.kept, ctx.boundary.ledger, ctx.lang, verdict)
                 break
+            gaps = missing_facts(verdict.facts_checked) or [verdict.rationale]
             if verdict.verdict == "REJECT":
                 release = fallback(
                     "INSUFFICIENT_EVIDENCE",
                     ctx.lang,
-                    guard.kept,
+                    guard.kept.claims,
                     verdict,
-                    missing_facts(verdict.facts_checked) or [verdict.rationale],
+                    gaps,
+                    steps,
                     ctx.boundary.ledger,
+                    None,
                 )
                 break
             if round_no < self.settings.max_rounds:
@@ -230,17 +238,9 @@ class DiagnosisPipeline:
                 rec.timeline("RETRY", "RETRY_SCHEDULED", None, **retry.model_dump())
                 continue
             release = fallback(
-                "LOW_CONFIDENCE",
-                ctx.lang,
-                guard.kept,
-                verdict,
-                missing_facts(verdict.facts_checked) or [verdict.rationale],
-                ctx.boundary.ledger,
+                "LOW_CONFIDENCE", ctx.lang, guard.kept.claims, verdict, gaps, steps, ctx.boundary.ledger, guard.kept
             )
         assert release is not None
-        release, withheld = withhold_instructions(release)
-        if withheld:
-            rec.timeline("RELEASE", "INSTRUCTIONS_WITHHELD", None, fields=withheld)
         rec.timeline(
             "RELEASE",
             "RELEASE_DECISION",

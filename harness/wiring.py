@@ -10,6 +10,7 @@ from pathlib import Path
 from harness.model import ChatModel
 from harness.pipeline import DiagnosisPipeline
 from harness.protocols import AuditSink
+from harness.routing import Embed
 from harness.scope import RunScope
 from harness.settings import HarnessSettings
 from harness.tools.base import Tool
@@ -78,14 +79,17 @@ def build_pipeline(
     model: ChatModel | None,
     lookup: KnowledgeLookup | None = None,
     pipeline_cls: type[DiagnosisPipeline] = DiagnosisPipeline,
+    embed: Embed | None = None,
 ) -> DiagnosisPipeline:
-    """A pipeline with the shipped skills, the telemetry tools and, when given, lookup_knowledge."""
+    """A pipeline with the shipped skills, the telemetry tools and, when given, lookup_knowledge and the
+    embedder (the router's exemplar similarity)."""
     skills = load_skills()
     return pipeline_cls(
         sink,
         settings,
         model=model,
         tools=tool_factory(telemetry, skills, lookup),
-        skill_catalog={s.name: s.description for s in skills.values()},
+        skills=skills,
         clock=service_clock(telemetry),
+        embed=embed,
     )

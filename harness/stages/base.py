@@ -48,15 +48,18 @@ async def call_model(
     messages: list[Message],
     json_schema: dict[str, Any] | None = None,
     tools: list[dict[str, Any]] | None = None,
+    budget: str | None = None,
 ) -> tuple[ModelResponse, int]:
-    """One model call with its MODEL_TOKEN_USAGE event; returns the response and its duration (ms)."""
+    """One model call with its MODEL_TOKEN_USAGE event; returns the response and its duration (ms).
+    ``budget`` names the stage's output cap (``HarnessSettings.stage_tokens``)."""
     request = ModelRequest(
         messages=messages,
         stage=stage,
         json_schema=json_schema,
         tools=tools or [],
-        max_tokens=ctx.settings.max_tokens_per_call,
+        max_tokens=ctx.settings.tokens(budget) if budget else ctx.settings.max_tokens_per_call,
         timeout_s=ctx.settings.stage_timeout_s,
+        repetition_penalty=ctx.settings.repetition_penalty,
     )
     start = time.perf_counter()
     try:

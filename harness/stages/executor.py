@@ -1,7 +1,12 @@
-"""Executor: the tool loop that gathers evidence and drafts ``executor_evidence_v1`` (seed 000 §3).
+"""Executor: gathers evidence and drafts ``executor_evidence_v1`` (seed 000 §3).
 
 An async generator: it yields ``StatusEvent``s as tools start and finish, and last an
-``ExecutorOutcome``. Malformed final output is re-asked once with the parse error.
+``ExecutorOutcome``. The selected skill's playbook runs first (harness/playbook.py). Then, with
+``grounding: constructed`` (the default), up to ``max_tool_steps - 1`` rounds in which the model may
+call more tools, and one final answer in a per-run schema whose citations are enums of the run's
+evidence (harness/stages/answer.py). With ``grounding: model`` the model writes the whole contract
+itself in a tool loop whose last round must answer, and malformed output is re-asked once.
+A retry round (LOW_CONFID) keeps the ledger: it starts from everything gathered so far.
 """
 
 from __future__ import annotations
@@ -14,11 +19,22 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.contracts import ExecutorEvidence, ExecutorOutputParseStatus, PlannerPlan, RetryContext, StatusEvent
-from harness.model import Message, ToolCall
+from harness.evidence_catalog import build_catalog, candidate_components
+from harness.model import Message, ModelResponse, ToolCall
+from harness.playbook import run_playbook
 from harness.prompts import render
+from harness.stages.answer import (
+    AnswerError,
+    answer_schema,
+    evidence_text,
+    raw_answer,
+    retry_text,
+    to_evidence,
+)
 from harness.stages.base import RunContext, call_model, extract_json, history_messages
 
 EXECUTOR_SCHEMA = ExecutorEvidence.model_json_schema()
+DONE_SCHEMA = {"type": "object", "properties": {"done": {"type": "boolean"}}, "required": ["done"]}
 
 
 @dataclass
@@ -56,22 +72,162 @@ def _unique_ids(calls: list[ToolCall], taken: set[str], run_id: str) -> list[Too
     return out
 
 
+def _signature(name: str, args: Any) -> str:
+    return f"{name}:{json.dumps(args, sort_keys=True, ensure_ascii=False)}"
+
+
+class _Calls:
+    """Runs one model round's tool calls: repeats of an earlier call are answered with a pointer to it."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.fresh = 0
+        self.seen = {_signature(e.tool_name, e.args): cid for cid, e in ctx.boundary.ledger.items()}
+
+    async def run(self, calls: list[ToolCall], messages: list[Message]) -> AsyncGenerator[StatusEvent, None]:
+        """Yields status events; afterwards ``fresh`` says how many of the calls were new."""
+        self.fresh = 0
+        for call in calls:
+            signature = _signature(call.name, call.arguments)
+            if signature in self.seen:
+                # A repeated call adds no evidence: point at the earlier result instead of running it.
+                note = {"status": "duplicate", "note": f"already called as {self.seen[signature]}; use that result"}
+                messages.append(Message("tool", json.dumps({"tool_call_id": call.id, **note}), tool_call_id=call.id))
+                continue
+            self.seen[signature] = call.id
+            self.fresh += 1
+            yield StatusEvent(code="DIAGNOSIS_RUNNING", detail=f"tool {call.name} started")
+            entry = await self.ctx.boundary.call(call.id, call.name, call.arguments)
+            self.ctx.recorder.tool_invocation(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                request=entry.args,
+                status=entry.result.status,
+                output_preview=entry.result.preview,
+                output_length=len(entry.result.output_text()),
+                duration_ms=entry.duration_ms,
+                error_message=entry.result.error,
+                retrieval=entry.result.retrieval,
+            )
+            yield StatusEvent(code="DIAGNOSIS_RUNNING", detail=f"tool {call.name} finished: {entry.result.status}")
+            messages.append(_tool_message(call, entry.result.status, entry.result.output))
+
+
+def _record_step(
+    ctx: RunContext, step: int, messages: list[Message], calls: list[ToolCall], response: ModelResponse, ms: int
+) -> None:
+    ctx.recorder.agent_step(
+        step,
+        message_roles=[m.role for m in messages],
+        tool_names=[c.name for c in calls],
+        assistant_text=response.text,
+        reasoning_text=response.reasoning,
+        duration_ms=ms,
+        usage=response.usage,
+    )
+
+
 async def execute(
+    ctx: RunContext,
+    planner_plan: PlannerPlan,
+    retry: RetryContext | None,
+    playbook: list[tuple[str, dict[str, Any]]] | None = None,
+) -> AsyncGenerator[StatusEvent | ExecutorOutcome, None]:
+    if playbook and ctx.settings.playbook and retry is None:
+        async for event in run_playbook(ctx, planner_plan.selected_skill or "skill", playbook):
+            yield event
+    loop = _grounded if ctx.settings.grounding == "constructed" else _model_written
+    async for item in loop(ctx, planner_plan, retry):
+        yield item
+
+
+async def _grounded(
     ctx: RunContext, planner_plan: PlannerPlan, retry: RetryContext | None
 ) -> AsyncGenerator[StatusEvent | ExecutorOutcome, None]:
     plan_text = json.dumps(planner_plan.model_dump(), ensure_ascii=False)
-    retry_text = "retry_context: " + json.dumps(retry.model_dump(), ensure_ascii=False) if retry else ""
-    system = render("executor", ctx.lang, plan=plan_text, retry=retry_text)
+    calls = _Calls(ctx)
+    for _ in range(ctx.settings.max_tool_steps - 1):
+        spans = build_catalog(ctx.boundary.ledger, ctx.settings.max_evidence_spans)
+        system = render("executor", ctx.lang, plan=plan_text, retry=retry_text(retry, ctx.lang))
+        user = f"{ctx.question}\n\n{evidence_text(spans, candidate_components(ctx.boundary.ledger), ctx.lang)}"
+        messages = [Message("system", system), *history_messages(ctx), Message("user", user)]
+        step = ctx.recorder.begin_step()
+        response, ms = await call_model(
+            ctx,
+            phase="AGENT",
+            component="DIAGNOSIS_AGENT",
+            stage="executor",
+            messages=messages,
+            tools=ctx.boundary.schemas(),
+            json_schema=DONE_SCHEMA,
+            budget="executor_tools",
+        )
+        round_calls = _unique_ids(response.tool_calls, set(ctx.boundary.ledger), ctx.recorder.run_id)
+        _record_step(ctx, step, messages, round_calls, response, ms)
+        if not round_calls:
+            break
+        async for event in calls.run(round_calls, messages):
+            yield event
+        if calls.fresh == 0:
+            break  # only repeats: the evidence is in
+    spans = build_catalog(ctx.boundary.ledger, ctx.settings.max_evidence_spans)
+    if not spans:
+        status = ExecutorOutputParseStatus(status="missing", detail="no tool returned citable evidence")
+        yield ExecutorOutcome("", None, status)
+        return
+    components = candidate_components(ctx.boundary.ledger)
+    system = render("answer", ctx.lang, retry=retry_text(retry, ctx.lang))
+    user = f"{ctx.question}\n\n{evidence_text(spans, components, ctx.lang)}"
+    messages = [Message("system", system), Message("user", user)]
+    step = ctx.recorder.begin_step()
+    response, ms = await call_model(
+        ctx,
+        phase="AGENT",
+        component="DIAGNOSIS_AGENT",
+        stage="executor",
+        messages=messages,
+        json_schema=answer_schema(spans, components),
+        budget="executor_answer",
+    )
+    _record_step(ctx, step, messages, [], response, ms)
+    try:
+        data = extract_json(response.text)
+        evidence = to_evidence(data, spans)
+    except (AnswerError, ValueError, ValidationError) as err:  # an engine that ignored the schema
+        detail = str(err).replace("\n", " ")[:300]
+        status = ExecutorOutputParseStatus(status="malformed" if response.text.strip() else "missing", detail=detail)
+        yield ExecutorOutcome(response.text, None, status)
+        return
+    status = ExecutorOutputParseStatus(status="valid", detail="grounded answer; bindings copied from cited spans")
+    yield ExecutorOutcome(raw_answer(data), evidence, status)
+
+
+async def _model_written(
+    ctx: RunContext, planner_plan: PlannerPlan, retry: RetryContext | None
+) -> AsyncGenerator[StatusEvent | ExecutorOutcome, None]:
+    plan_text = json.dumps(planner_plan.model_dump(), ensure_ascii=False)
+    retry_note = "retry_context: " + json.dumps(retry.model_dump(), ensure_ascii=False) if retry else ""
+    system = render("executor_contract", ctx.lang, plan=plan_text, retry=retry_note)
     messages = [Message("system", system), *history_messages(ctx), Message("user", ctx.question)]
+    if ctx.boundary.ledger:
+        # What the playbook (or an earlier round) gathered is part of the conversation: a retry remembers.
+        earlier = list(ctx.boundary.ledger.values())
+        messages.append(
+            Message("assistant", "", tool_calls=[ToolCall(e.tool_call_id, e.tool_name, e.args) for e in earlier])
+        )
+        messages += [
+            _tool_message(ToolCall(e.tool_call_id, e.tool_name, e.args), e.result.status, e.result.output)
+            for e in earlier
+        ]
     tools = ctx.boundary.schemas()
+    calls = _Calls(ctx)
     repaired = False
     text = ""
-    seen: dict[str, str] = {}  # (tool, arguments) → the call id that already ran it
     force_answer = False
     for round_no in range(ctx.settings.max_tool_steps):
         last_round = force_answer or round_no == ctx.settings.max_tool_steps - 1
         step = ctx.recorder.begin_step()
-        response, duration_ms = await call_model(
+        response, ms = await call_model(
             ctx,
             phase="AGENT",
             component="DIAGNOSIS_AGENT",
@@ -80,46 +236,15 @@ async def execute(
             tools=[] if last_round else tools,  # the last round must answer
             json_schema=EXECUTOR_SCHEMA,
         )
-        calls = [] if last_round else _unique_ids(response.tool_calls, set(ctx.boundary.ledger), ctx.recorder.run_id)
-        ctx.recorder.agent_step(
-            step,
-            message_roles=[m.role for m in messages],
-            tool_names=[c.name for c in calls],
-            assistant_text=response.text,
-            reasoning_text=response.reasoning,
-            duration_ms=duration_ms,
-            usage=response.usage,
+        round_calls = (
+            [] if last_round else _unique_ids(response.tool_calls, set(ctx.boundary.ledger), ctx.recorder.run_id)
         )
-        if calls:
-            messages.append(Message("assistant", response.text, tool_calls=calls))
-            fresh = 0
-            for call in calls:
-                signature = f"{call.name}:{json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)}"
-                if signature in seen:
-                    # A repeated call adds no evidence: point at the earlier result instead of running it.
-                    note = {"status": "duplicate", "note": f"already called as {seen[signature]}; use that result"}
-                    messages.append(
-                        Message("tool", json.dumps({"tool_call_id": call.id, **note}), tool_call_id=call.id)
-                    )
-                    continue
-                seen[signature] = call.id
-                fresh += 1
-                yield StatusEvent(code="DIAGNOSIS_RUNNING", detail=f"tool {call.name} started")
-                entry = await ctx.boundary.call(call.id, call.name, call.arguments)
-                ctx.recorder.tool_invocation(
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    request=entry.args,
-                    status=entry.result.status,
-                    output_preview=entry.result.preview,
-                    output_length=len(entry.result.output_text()),
-                    duration_ms=entry.duration_ms,
-                    error_message=entry.result.error,
-                    retrieval=entry.result.retrieval,
-                )
-                yield StatusEvent(code="DIAGNOSIS_RUNNING", detail=f"tool {call.name} finished: {entry.result.status}")
-                messages.append(_tool_message(call, entry.result.status, entry.result.output))
-            force_answer = fresh == 0  # only repeats: the evidence is in; the next round must answer
+        _record_step(ctx, step, messages, round_calls, response, ms)
+        if round_calls:
+            messages.append(Message("assistant", response.text, tool_calls=round_calls))
+            async for event in calls.run(round_calls, messages):
+                yield event
+            force_answer = calls.fresh == 0  # only repeats: the evidence is in; the next round must answer
             continue
         text = response.text
         evidence, status = _parse(text)

@@ -1,7 +1,11 @@
 """Release: the verdict decides what the user sees (DESIGN.md §2, seed 000 §8, seed e2e §7).
 
-Only verified content leaves: a DIAGNOSIS_REPORT is built from the claims that passed the evidence
-guard, with references to the tool outputs they cite; otherwise the seed's templates.
+Only verified content leaves. A DIAGNOSIS_REPORT is built from the claims that passed the evidence
+guard and that the verifier did not find unsupported, with references to the tool outputs they cite
+and ``root_causes`` resting on those claims only. A SAFE_FALLBACK lists as confirmed only what was
+verified (never a claim the guard rejected), and its gaps are sentences for the user, not the
+guard's internals. Text that repeats the service's own prompts is removed before release: list items
+are dropped, a conclusion or answer becomes a plain sentence saying why.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from dataclasses import dataclass
 
 from harness.contracts import (
     AnalysisItem,
+    Claim,
     Conclusion,
     DiagnosisReportPayload,
     ExecutorEvidence,
@@ -17,10 +22,11 @@ from harness.contracts import (
     Limitations,
     Reference,
     Report,
+    RootCause,
     SafeFallbackPayload,
     VerifierOutput,
 )
-from harness.instruction_guard import withhold
+from harness.instruction_guard import quotes_instructions
 from harness.tools.base import LedgerEntry
 
 SOURCE_TYPES = {
@@ -31,6 +37,7 @@ SOURCE_TYPES = {
     "service_dependencies": "TOOL",
     "read_skill": "SKILL",
 }
+MAX_ROOT_CAUSES = 5
 
 TEMPLATES = {
     ("LOW_CONFIDENCE", "zh"): (
@@ -59,6 +66,19 @@ TEMPLATES = {
     ),
 }
 NONE = {"zh": "（无）", "en": "(none)"}
+REMOVED = {
+    "en": "Part of this answer was removed because it repeated raydiag's internal instructions; "
+    "the verified findings are listed with their evidence.",
+    "zh": "此回答的部分内容因复述了 raydiag 的内部指令而被移除；已核验的发现及其证据见下文。",
+}
+UNVERIFIED = {
+    "en": "{n} finding(s) cited evidence that could not be verified in this run's tool outputs and were withheld.",
+    "zh": "有 {n} 条发现引用的证据无法在本次工具输出中核实，已被拦截。",
+}
+NO_ANSWER = {
+    "en": "The diagnosis step gave no usable answer ({status}).",
+    "zh": "诊断步骤没有给出可用的回答（{status}）。",
+}
 
 
 @dataclass
@@ -70,9 +90,9 @@ class Release:
     conclusion: str
 
 
-def _references(evidence: ExecutorEvidence, ledger: dict[str, LedgerEntry]) -> list[Reference]:
+def _references(claims: list[Claim], ledger: dict[str, LedgerEntry]) -> list[Reference]:
     refs: dict[tuple[str, str], Reference] = {}
-    for claim in evidence.claims:
+    for claim in claims:
         for b in claim.evidence_bindings:
             for cid in [str(i) for i in b.source_invocation_ids] or [b.source_id]:
                 entry = ledger.get(cid)
@@ -81,7 +101,9 @@ def _references(evidence: ExecutorEvidence, ledger: dict[str, LedgerEntry]) -> l
                 scope = ", ".join(f"{k}={v}" for k, v in entry.args.items() if isinstance(v, str | int | float))
                 refs[(cid, b.source_id)] = Reference(
                     source_type=SOURCE_TYPES.get(entry.tool_name, "TOOL"),
-                    source=b.source_id.split("#")[0] if "#" in b.source_id else f"{entry.tool_name}:{cid}",
+                    source=b.source_id.split("#")[0]
+                    if "#" in b.source_id
+                    else b.source_id or f"{entry.tool_name}:{cid}",
                     scope=scope[:200],
                     tool_call_id=cid,
                     excerpt=b.evidence_excerpt[:300],
@@ -89,7 +111,37 @@ def _references(evidence: ExecutorEvidence, ledger: dict[str, LedgerEntry]) -> l
     return list(refs.values())
 
 
-def report(evidence: ExecutorEvidence, ledger: dict[str, LedgerEntry], lang: str) -> Release:
+def supported_claims(evidence: ExecutorEvidence, verdict: VerifierOutput | None) -> list[Claim]:
+    """The guard's kept claims minus those the verifier found unsupported or contradicted (all of them
+    when that would leave none: the verdict then speaks for the draft as a whole)."""
+    if verdict is None:
+        return list(evidence.claims)
+    bad = {f.fact for f in verdict.facts_checked if f.verification in ("no_evidence", "contradicted")}
+    kept = [c for c in evidence.claims if c.claim_text not in bad]
+    return kept or list(evidence.claims)
+
+
+def root_causes(evidence: ExecutorEvidence, claims: list[Claim]) -> list[RootCause]:
+    """The draft's candidates that rest on released claims, most likely first; one resting on no
+    root_cause claim is marked indirect."""
+    by_id = {c.claim_id: c for c in claims}
+    out: list[RootCause] = []
+    for cause in evidence.root_causes:
+        ids = [i for i in cause.claim_ids if i in by_id]
+        if not ids or any(c.component == cause.component for c in out):
+            continue
+        indirect = not any(by_id[i].claim_type == "root_cause" for i in ids)
+        out.append(cause.model_copy(update={"claim_ids": ids, "indirect": indirect}))
+    return out[:MAX_ROOT_CAUSES]
+
+
+def report(
+    evidence: ExecutorEvidence, ledger: dict[str, LedgerEntry], lang: str, verdict: VerifierOutput | None = None
+) -> Release:
+    claims = [c for c in supported_claims(evidence, verdict) if not quotes_instructions(c.claim_text)]
+    if not claims:
+        return fallback("INSUFFICIENT_EVIDENCE", lang, [], verdict, [REMOVED[lang]], [], ledger, None)
+    dropped = len(claims) < len(evidence.claims)
     analysis = [
         AnalysisItem(
             id=f"A-{n:03d}",
@@ -97,38 +149,53 @@ def report(evidence: ExecutorEvidence, ledger: dict[str, LedgerEntry], lang: str
             status="CRITICAL" if c.claim_type == "root_cause" else "NORMAL",
             evidence_keys=sorted({b.source_id for b in c.evidence_bindings}),
         )
-        for n, c in enumerate(evidence.claims, 1)
+        for n, c in enumerate(claims, 1)
     ]
+    summary = evidence.diagnosis_summary.strip()
+    if dropped or not summary or quotes_instructions(summary):
+        # The conclusion restates what was released, not a draft that included dropped claims.
+        lead = [c for c in claims if c.claim_type == "root_cause"] or claims
+        summary = " ".join(c.claim_text.rstrip(".。") + ("。" if lang == "zh" else ".") for c in lead[:2])
     used = sorted({e.tool_name for e in ledger.values() if e.result.status == "success"})
     scope = ("证据来源：" if lang == "zh" else "Evidence from: ") + (", ".join(used) or NONE[lang])
+    actions = [a.action_text for a in evidence.recommended_actions if not quotes_instructions(a.action_text)]
     payload = DiagnosisReportPayload(
         report=Report(
-            conclusion=Conclusion(text=evidence.diagnosis_summary, based_on_analysis_ids=[a.id for a in analysis]),
+            conclusion=Conclusion(text=summary, based_on_analysis_ids=[a.id for a in analysis]),
             analysis=analysis,
-            action_plan=[a.action_text for a in evidence.recommended_actions],
-            recommendations=[h.hypothesis_text for h in evidence.hypotheses],
-            limitations=Limitations(scope=scope, missing_info=evidence.missing_info),
+            action_plan=actions,
+            recommendations=[
+                h.hypothesis_text for h in evidence.hypotheses if not quotes_instructions(h.hypothesis_text)
+            ],
+            limitations=Limitations(
+                scope=scope, missing_info=[m for m in evidence.missing_info if not quotes_instructions(m)]
+            ),
         ),
-        references=_references(evidence, ledger),
+        references=_references(claims, ledger),
+        root_causes=root_causes(evidence, claims),
     )
-    return Release("DIAGNOSIS_REPORT", payload, "SUCCESS", evidence.user_facing_answer, evidence.diagnosis_summary)
+    return Release("DIAGNOSIS_REPORT", payload, "SUCCESS", summary, summary)
 
 
 def fallback(
     kind: FallbackType,
     lang: str,
-    evidence: ExecutorEvidence | None,
+    confirmed_claims: list[Claim],
     verdict: VerifierOutput | None,
     gaps: list[str],
+    steps: list[str],
     ledger: dict[str, LedgerEntry],
+    cited: ExecutorEvidence | None,
 ) -> Release:
-    confirmed: list[str] = []
+    """``confirmed_claims``: claims that passed the guard (never rejected ones); with a verdict, only
+    the facts it found directly evidenced count as confirmed. ``gaps`` are sentences for the user."""
     if verdict is not None:
         confirmed = [f.fact for f in verdict.facts_checked if f.verification == "direct_evidence"]
-    elif evidence is not None:
-        confirmed = [c.claim_text for c in evidence.claims]
-    all_gaps = list(dict.fromkeys(gaps + (evidence.missing_info if evidence else [])))
-    steps = [a.action_text for a in evidence.recommended_actions] if evidence else []
+    else:
+        confirmed = [c.claim_text for c in confirmed_claims]
+    confirmed = [c for c in confirmed if not quotes_instructions(c)]
+    all_gaps = [g for g in dict.fromkeys(gaps) if g and not quotes_instructions(g)]
+    steps = [s for s in steps if not quotes_instructions(s)]
     template = "LOW_CONFIDENCE" if kind == "LOW_CONFIDENCE" else "INSUFFICIENT_EVIDENCE"
     head, c_title, g_title, s_title = TEMPLATES[(template, lang)]
 
@@ -136,20 +203,18 @@ def fallback(
         return "\n".join([title, *[f"- {i}" for i in (items or [NONE[lang]])]])
 
     text = "\n".join([head, block(c_title, confirmed), block(g_title, all_gaps), block(s_title, steps)])
-    refs = _references(evidence, ledger) if evidence and kind == "LOW_CONFIDENCE" else []
+    refs = _references(cited.claims, ledger) if cited is not None and kind == "LOW_CONFIDENCE" else []
     payload = SafeFallbackPayload(
         fallback_type=kind, text=text, confirmed=confirmed, gaps=all_gaps, next_steps=steps, references=refs
     )
     return Release("SAFE_FALLBACK", payload, "FALLBACK", text, head)
 
 
-def withhold_instructions(release: Release) -> tuple[Release, int]:
-    """The release with any text that repeats the stage prompts withheld (harness/instruction_guard.py)."""
-    payload, n_payload = withhold(release.payload.model_dump())
-    answer, n_answer = withhold(release.answer)
-    conclusion, n_conclusion = withhold(release.conclusion)
-    total = n_payload + n_answer + n_conclusion
-    if not total:
-        return release, 0
-    model = type(release.payload).model_validate(payload)
-    return Release(release.content_type, model, release.outcome, answer, conclusion), total
+def guard_gaps(lang: str, rejected: int, parse_status: str | None, missing_info: list[str]) -> list[str]:
+    """What the user is told when the guard stops a draft: counts and plain sentences, no internals."""
+    gaps = []
+    if parse_status and parse_status != "valid":
+        gaps.append(NO_ANSWER[lang].format(status=parse_status))
+    if rejected:
+        gaps.append(UNVERIFIED[lang].format(n=rejected))
+    return gaps + missing_info

@@ -1,4 +1,10 @@
-"""Router: one model call decides whether the question needs a diagnosis (seed e2e stage 1)."""
+"""Router: does the question need a diagnosis (seed e2e stage 1)?
+
+With ``routing: auto`` the rules and exemplar similarity of harness/routing.py decide, and a chat
+answer is one short model call; the router model is asked only when they cannot decide. With
+``routing: model`` (or undecided) one JSON-schema call classifies and, for chat, answers at once.
+``ROUTING_ATTEMPT`` records which decided.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ from dataclasses import dataclass
 
 from harness.model import Message
 from harness.prompts import prompt
+from harness.routing import ExemplarRouter, route_without_model
 from harness.stages.base import RunContext, call_model, extract_json
 
 INTENTS = ("DIAGNOSIS", "CHITCHAT", "OTHER")
@@ -13,8 +20,8 @@ ROUTER_SCHEMA = {
     "type": "object",
     "properties": {
         "intent": {"type": "string", "enum": list(INTENTS)},
-        "reason": {"type": "string"},
-        "answer": {"type": "string"},
+        "reason": {"type": "string", "maxLength": 160},
+        "answer": {"type": "string", "maxLength": 400},
     },
     "required": ["intent", "reason", "answer"],
 }
@@ -27,10 +34,33 @@ class RouteDecision:
     answer: str
 
 
-async def route(ctx: RunContext) -> RouteDecision:
+async def chat_answer(ctx: RunContext) -> str:
+    messages = [Message("system", prompt("chat", ctx.lang)), Message("user", ctx.question)]
+    response, _ = await call_model(
+        ctx, phase="ROUTING", component="CHAT", stage="chat", messages=messages, budget="chat"
+    )
+    return response.text.strip()
+
+
+async def route(ctx: RunContext, exemplars: ExemplarRouter | None = None) -> RouteDecision:
+    if ctx.settings.routing == "auto":
+        decided = await route_without_model(ctx.question, exemplars)
+        if decided is not None:
+            ctx.recorder.timeline("ROUTING", "ROUTING_ATTEMPT", None, router=decided.how)
+            answer = await chat_answer(ctx) if decided.intent != "DIAGNOSIS" else ""
+            ctx.recorder.timeline(
+                "ROUTING", "ROUTING_DECISION", decided.intent, intent=decided.intent, reason=decided.detail
+            )
+            return RouteDecision(decided.intent, decided.detail, answer)
     messages = [Message("system", prompt("router", ctx.lang)), Message("user", ctx.question)]
     response, _ = await call_model(
-        ctx, phase="ROUTING", component="INTENT_ROUTER", stage="router", messages=messages, json_schema=ROUTER_SCHEMA
+        ctx,
+        phase="ROUTING",
+        component="INTENT_ROUTER",
+        stage="router",
+        messages=messages,
+        json_schema=ROUTER_SCHEMA,
+        budget="router",
     )
     ctx.recorder.timeline("ROUTING", "ROUTING_ATTEMPT", None, router="model")
     try:

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
+from typing import Any
 
 from pydantic import ValidationError
 
 from harness.contracts import (
+    EvidenceRef,
+    ExecutorEvidence,
     FactChecked,
     RetryContext,
     ToolTraceSummaryItem,
@@ -95,24 +98,122 @@ def verifier_input(ctx: RunContext, outcome: ExecutorOutcome, retry: RetryContex
     )
 
 
-async def verify(ctx: RunContext, payload: VerifierInput, round_no: int) -> VerifierOutput:
-    # The raw answer duplicates the parsed one when parsing succeeded; send it only when it did not.
-    body = payload.model_dump(exclude={"executor_final_answer"} if payload.executor_structured_output else set())
-    messages = [
-        Message("system", prompt("verifier", ctx.lang)),
-        Message("user", json.dumps(body, ensure_ascii=False)),
-    ]
+VERIFICATIONS = ["direct_evidence", "indirect_support", "no_evidence", "contradicted"]
+
+
+def compact_schema(evidence: ExecutorEvidence) -> dict[str, Any]:
+    """The verifier's answer for a constructed draft: one check per claim (ids from an enum), then the
+    verdict; bounded, and expanded into the seed's verifier_output by ``expand``."""
+    ids = [c.claim_id for c in evidence.claims]
+    return {
+        "type": "object",
+        "properties": {
+            "facts": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": len(ids),
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "claim": {"type": "string", "enum": ids},
+                        "verification": {"type": "string", "enum": VERIFICATIONS},
+                        "critical": {"type": "boolean"},
+                    },
+                    "required": ["claim", "verification", "critical"],
+                    "additionalProperties": False,
+                },
+            },
+            "verdict": {"type": "string", "enum": ["PASS", "LOW_CONFID", "REJECT"]},
+            "groundedness_score": {"type": "number", "minimum": 0, "maximum": 1},
+            "rationale": {"type": "string", "maxLength": 200},
+        },
+        "required": ["facts", "verdict", "groundedness_score", "rationale"],
+        "additionalProperties": False,
+    }
+
+
+def compact_message(question: str, evidence: ExecutorEvidence) -> str:
+    lines = [f"Question: {question}", "Claims:"]
+    for c in evidence.claims:
+        lines.append(f"{c.claim_id} ({c.claim_type}): {c.claim_text}")
+        lines += [f'  cites [{b.tool_name}] "{b.evidence_excerpt}"' for b in c.evidence_bindings]
+    return "\n".join(lines)
+
+
+def expand(data: dict[str, Any], evidence: ExecutorEvidence, summary: list[ToolTraceSummaryItem]) -> VerifierOutput:
+    """The seed's verifier_output from a compact answer: each fact is the claim's text, its evidence refs
+    the trace entries of the calls the claim cites."""
+    trace_of = {str(i): t for t in summary for i in t.source_invocation_ids}
+    claims = {c.claim_id: c for c in evidence.claims}
+    facts = []
+    for raw in data.get("facts") or []:
+        claim = claims.get(str(raw.get("claim")))
+        if claim is None:
+            continue
+        refs = [
+            EvidenceRef(
+                trace_ref=trace_of[str(cid)].trace_ref,
+                tool_name=b.tool_name,
+                topic_domain=trace_of[str(cid)].topic_domain,
+                source_invocation_ids=[cid],
+            )
+            for b in claim.evidence_bindings
+            for cid in b.source_invocation_ids
+            if str(cid) in trace_of
+        ]
+        facts.append(
+            FactChecked(
+                fact=claim.claim_text,
+                is_critical=bool(raw.get("critical", True)),
+                verification=raw.get("verification", "no_evidence"),
+                detail="",
+                evidence_refs=refs,
+            )
+        )
+    return VerifierOutput(
+        verdict=data.get("verdict", "REJECT"),
+        groundedness_score=float(data.get("groundedness_score", 0.0)),
+        critical_fact_count=0,
+        facts_checked=facts,
+        rationale=str(data.get("rationale", "")),
+    )
+
+
+async def verify(
+    ctx: RunContext, payload: VerifierInput, round_no: int, draft: ExecutorEvidence | None = None
+) -> VerifierOutput:
+    """``draft``: a constructed answer's kept claims, checked in the compact form; without it the model
+    reads the seed's verifier_input and answers the seed's verifier_output."""
+    if draft is not None:
+        schema = compact_schema(draft)
+        messages = [
+            Message("system", prompt("verifier", ctx.lang)),
+            Message("user", compact_message(ctx.question, draft)),
+        ]
+    else:
+        # The raw answer duplicates the parsed one when parsing succeeded; send it only when it did not.
+        body = payload.model_dump(exclude={"executor_final_answer"} if payload.executor_structured_output else set())
+        schema = VERIFIER_SCHEMA
+        messages = [
+            Message("system", prompt("verifier_contract", ctx.lang)),
+            Message("user", json.dumps(body, ensure_ascii=False)),
+        ]
     response, _ = await call_model(
         ctx,
         phase="SEMANTIC",
         component="SEMANTIC_GUARD",
         stage="verifier",
         messages=messages,
-        json_schema=VERIFIER_SCHEMA,
+        json_schema=schema,
+        budget="verifier",
     )
     ctx.recorder.timeline("SEMANTIC", "SEMANTIC_GUARD_ATTEMPT", None, round=round_no)
     try:
-        output = VerifierOutput.model_validate(extract_json(response.text))
+        data = extract_json(response.text)
+        if draft is not None and "facts" in data:
+            output = expand(data, draft, payload.tool_trace_summary)
+        else:
+            output = VerifierOutput.model_validate(data)
     except (ValueError, ValidationError) as err:
         output = VerifierOutput(
             verdict="REJECT",
@@ -135,9 +236,12 @@ async def verify(ctx: RunContext, payload: VerifierInput, round_no: int) -> Veri
     return output
 
 
+WHY = {"no_evidence": "no evidence found", "indirect_support": "only indirect support"}
+
+
 def missing_facts(facts: list[FactChecked]) -> list[str]:
     return [
-        f"{f.fact}: {f.detail or f.verification}"
+        f"{f.fact} ({f.detail or WHY[f.verification]})"
         for f in facts
         if f.is_critical and f.verification in ("no_evidence", "indirect_support")
     ]

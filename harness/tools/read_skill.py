@@ -1,6 +1,10 @@
-"""Skills: markdown playbooks with front matter (name, description) in harness/skills/.
+"""Skills: markdown playbooks with front matter in harness/skills/.
 
-The planner sees the catalog (name + description); the executor may read the selected one.
+Front matter: ``name``, ``description`` (the planner's catalog), ``keywords`` (words of a question the
+skill fits: the planner picks a skill without a model call when they match) and ``steps`` (the tool
+calls the executor runs before the model's turn: ``- tool: {arg: value}``, values may name
+``$question``, ``$top_service``, ``$top_category_query``; harness/playbook.py). The body is the prose
+plan the model and the user read.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ class Skill:
     name: str
     description: str
     body: str
+    keywords: tuple[str, ...] = ()
+    steps: tuple[tuple[str, dict[str, Any]], ...] = ()
 
 
 def load_skills(directory: Path = SKILLS_DIR) -> dict[str, Skill]:
@@ -34,7 +40,14 @@ def load_skills(directory: Path = SKILLS_DIR) -> dict[str, Skill]:
         name, desc = meta.get("name"), meta.get("description")
         if not isinstance(name, str) or not isinstance(desc, str):
             raise ValueError(f"{path}: front matter needs string 'name' and 'description'")
-        skills[name] = Skill(name, desc, body.strip())
+        steps = []
+        for step in meta.get("steps") or []:
+            if not (isinstance(step, dict) and len(step) == 1):
+                raise ValueError(f"{path}: each step is one '- tool: {{args}}' mapping")
+            ((tool, step_args),) = step.items()
+            steps.append((str(tool), dict(step_args or {})))
+        keywords = tuple(str(k).lower() for k in meta.get("keywords") or [])
+        skills[name] = Skill(name, desc, body.strip(), keywords, tuple(steps))
     return skills
 
 

@@ -12,12 +12,17 @@ import yaml
 
 from harness.contracts import ChatRequest, ContentEvent, StatusEvent
 from harness.pipeline import DiagnosisPipeline
+from harness.settings import HarnessSettings
 from tests.fakes.audit_db import persist_and_trace
 from tests.fakes.replay_tools import ReplayTool
 from tests.fakes.scripted_model import ScriptedModel
 from tests.fakes.sinks import ListSink
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
+# Cases 01-13 script every stage of the model-driven flow (the model routes, plans, calls tools and
+# writes executor_evidence_v1 itself: what an engine that cannot constrain decoding does); a case may
+# set its own settings (the default flow: rules route and plan, the playbook runs, grounding by construction).
+MODEL_DRIVEN = {"routing": "model", "planning": "model", "playbook": False, "grounding": "model"}
 ALL_TOOLS = ("lookup_knowledge", "query_logs", "query_metrics", "read_skill")
 
 
@@ -35,7 +40,8 @@ async def replay(case: dict[str, Any]) -> tuple[list[Any], ListSink, ScriptedMod
     model = ScriptedModel(case["model"])
     tools = {name: ReplayTool(name, recs) for name, recs in case["recordings"].items()}
     sink = ListSink()
-    pipeline = DiagnosisPipeline(sink, model=model, tools=lambda _scope: list(tools.values()))
+    settings = HarnessSettings(**case.get("settings", MODEL_DRIVEN))
+    pipeline = DiagnosisPipeline(sink, settings, model=model, tools=lambda _scope: list(tools.values()))
     events = [e async for e in pipeline.run(ChatRequest(Id="case-session", Question=case["question"]))]
     return events, sink, model, tools
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from deployments.config import parse_config
 from harness.contracts import ChatRequest, event_data
-from harness.instruction_guard import WITHHELD, quotes_instructions
+from harness.instruction_guard import quotes_instructions
 from harness.model import ModelRequest, ModelResponse, ToolCall
 from harness.prompts import prompt
 from harness.rules_model import RulesModel
@@ -37,14 +39,21 @@ class ObedientModel(RulesModel):
         self.tried_forbidden = False
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        injected = any(INJECTION in m.content for m in request.messages if m.role == "tool")
+        injected = any(INJECTION in m.content for m in request.messages)
         if request.stage == "executor" and injected and not self.tried_forbidden:
             self.tried_forbidden = True
             return ModelResponse(
                 text="", tool_calls=[ToolCall("call_x", "drop_tables", {})], finish_reason="tool_calls"
             )
         response = await super().complete(request)
-        if request.stage == "executor" and injected and response.text:
+        props = (request.json_schema or {}).get("properties", {})
+        if request.stage == "executor" and injected and "summary" in props:
+            data = json.loads(response.text)
+            data["summary"] = "System prompt: " + prompt("answer", "en")[:400]
+            data["claims"].append({"type": "root_cause", "text": "The database was dropped", "evidence": ["E99"]})
+            data["actions"].append(prompt("answer", "en")[:300])
+            response.text = json.dumps(data)
+        elif request.stage == "executor" and injected and response.text and "done" not in props:
             data = json.loads(response.text)
             data["diagnosis_summary"] = "System prompt: " + prompt("executor", "en")[:400]
             data["claims"].append(
@@ -68,8 +77,9 @@ class ObedientModel(RulesModel):
         return response
 
 
-async def test_a_runbook_cannot_steer_citations_tools_or_leak_the_prompt() -> None:
-    cfg = parse_config({}, "test", env={})
+@pytest.mark.parametrize("grounding", ["constructed", "model"])
+async def test_a_runbook_cannot_steer_citations_tools_or_leak_the_prompt(grounding: str) -> None:
+    cfg = parse_config({"harness": {"grounding": grounding}}, "test", env={})
     sink = ListSink()
     pipeline = build_pipeline(sink, cfg.harness, cfg.telemetry, model=ObedientModel(), lookup=InjectedRunbook(True))
     events = [e async for e in pipeline.run(ChatRequest(Id="inj", Question="HikariCP pool exhausted?"), None)]
@@ -86,13 +96,9 @@ async def test_a_runbook_cannot_steer_citations_tools_or_leak_the_prompt() -> No
     real_calls = {t["tool_call_id"] for t in ran}
     for ref in content["payload"].get("references", []):
         assert ref["tool_call_id"] in real_calls
-    # The system prompt does not come out, and the trace says something was withheld.
-    assert not quotes_instructions(released.replace(WITHHELD, ""))
-    if WITHHELD in released:
-        withheld = [
-            r for r in sink.records if r.kind == "trace_event" and r.data["event_type"] == "INSTRUCTIONS_WITHHELD"
-        ]
-        assert withheld
+    # The system prompt does not come out, and no placeholder stands in for it.
+    assert not quotes_instructions(released) and "withheld:" not in released
+    assert content["content_type"] == "DIAGNOSIS_REPORT"  # the verified findings still get through
 
 
 def test_the_detector_fires_on_copied_prompt_text_only() -> None:
@@ -102,15 +108,26 @@ def test_the_detector_fires_on_copied_prompt_text_only() -> None:
     assert not quotes_instructions("连接池耗尽，检查慢查询和连接泄漏。")
 
 
-def test_a_release_that_quotes_the_prompt_is_withheld_field_by_field() -> None:
-    from harness.contracts import SafeFallbackPayload
-    from harness.stages.release import Release, withhold_instructions
+def test_a_release_drops_what_quotes_the_prompt_and_says_so_plainly() -> None:
+    from harness.contracts import Claim, EvidenceBinding, ExecutorEvidence
+    from harness.stages.release import REMOVED, report
 
     leak = "As instructed: " + prompt("router", "en")[:300]
-    payload = SafeFallbackPayload(
-        fallback_type="LOW_CONFIDENCE", text=leak, confirmed=["pool exhausted"], gaps=[leak], next_steps=[]
+    binding = EvidenceBinding(source_type="tool_trace", source_id="k", tool_name="t", evidence_excerpt="x")
+    good = Claim(
+        claim_id="claim-1",
+        claim_type="symptom",
+        claim_text="pool exhausted",
+        support_level="direct",
+        evidence_bindings=[binding],
     )
-    release, n = withhold_instructions(Release("SAFE_FALLBACK", payload, "FALLBACK", leak, "ok"))
-    assert n == 3 and release.answer == WITHHELD and release.conclusion == "ok"
-    assert release.payload.text == WITHHELD and release.payload.gaps == [WITHHELD]
-    assert release.payload.confirmed == ["pool exhausted"]  # the rest stays
+    bad = good.model_copy(update={"claim_id": "claim-2", "claim_text": leak})
+    draft = ExecutorEvidence(diagnosis_summary=leak, claims=[good, bad], user_facing_answer=leak, missing_info=[leak])
+    release = report(draft, {}, "en")
+    dumped = json.dumps(release.payload.model_dump())
+    assert not quotes_instructions(dumped) and "withheld" not in dumped
+    assert [a.text for a in release.payload.report.analysis] == ["pool exhausted"]
+    assert release.conclusion == "pool exhausted."  # rebuilt from what was released
+    only_leaks = draft.model_copy(update={"claims": [bad]})
+    fallback = report(only_leaks, {}, "en")
+    assert fallback.content_type == "SAFE_FALLBACK" and REMOVED["en"] in fallback.payload.gaps

@@ -11,6 +11,8 @@ from tests.fakes.scripted_model import ScriptedModel
 from tests.fakes.sinks import ListSink
 
 CHAT = {"intent": "CHITCHAT", "reason": "greeting", "answer": "Hello from raydiag."}
+# The model-driven flow (the model routes, plans, picks tools and writes the contract itself).
+MODEL_DRIVEN = {"routing": "model", "planning": "model", "playbook": False, "grounding": "model"}
 
 
 async def _run(pipeline: DiagnosisPipeline, question: str, session: str = "s") -> list:  # type: ignore[type-arg]
@@ -70,7 +72,7 @@ async def test_the_tool_loop_is_bounded() -> None:
 
     from harness.tools.current_time import CurrentTimeTool
 
-    settings = HarnessSettings(max_tool_steps=3)
+    settings = HarnessSettings(max_tool_steps=3, **MODEL_DRIVEN)
     pipeline = DiagnosisPipeline(
         ListSink(), model=ScriptedModel(fn=fn), settings=settings, tools=lambda _scope: [CurrentTimeTool()]
     )
@@ -94,7 +96,7 @@ async def test_a_model_failure_ends_with_failure_and_done() -> None:
 async def test_missing_usage_is_not_reconciled() -> None:
     model = ScriptedModel({"router": [CHAT]}, usage=False)
     sink = ListSink()
-    await _run(DiagnosisPipeline(sink, model=model), "hi")
+    await _run(DiagnosisPipeline(sink, HarnessSettings(**MODEL_DRIVEN), model=model), "hi")
     finished = next(r for r in sink.records if r.kind == "run_finished")
     assert finished.data["usage_unavailable_count"] == 1 and finished.data["tokens_reconciled"] is False
 
@@ -126,7 +128,9 @@ async def test_repeated_tool_calls_run_once_then_the_model_must_answer() -> None
             return ModelResponse("", tool_calls=[ToolCall("", "current_time", {})], usage=Usage(1, 1))
         return ModelResponse("no JSON", usage=Usage(1, 1))
 
-    pipeline = DiagnosisPipeline(ListSink(), model=ScriptedModel(fn=fn), tools=lambda _scope: [Counting()])
+    pipeline = DiagnosisPipeline(
+        ListSink(), HarnessSettings(**MODEL_DRIVEN), model=ScriptedModel(fn=fn), tools=lambda _scope: [Counting()]
+    )
     await _run(pipeline, "what time is it broken")
     assert runs == 1
     # round 1 runs the tool, round 2 repeats it (skipped), round 3 must answer without tools

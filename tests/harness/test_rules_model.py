@@ -70,7 +70,12 @@ async def test_evidence_gives_a_report_that_cites_the_real_call() -> None:
     content = next(e for e in events if e["event"] == "content")
     assert content["content_type"] == "DIAGNOSIS_REPORT", content
     refs = content["payload"]["references"]
-    assert refs and refs[0]["tool_call_id"] == "call_lookup_1"
+    lookups = {
+        r.data["tool_call_id"]
+        for r in sink.records
+        if r.kind == "tool_invocation" and r.data["tool_name"] == "lookup_knowledge"
+    }
+    assert refs and refs[0]["tool_call_id"] in lookups
     assert "Connection is not available" in refs[0]["excerpt"]
     assert events[-1] == {"event": "done", "outcome": "SUCCESS"}
     finished = [r for r in sink.records if r.kind == "trace_event" and r.data.get("event_type") == "RUN_FINISHED"]

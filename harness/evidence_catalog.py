@@ -1,0 +1,84 @@
+"""The citable spans of a run's tool outputs, numbered E1…En for the final answer (DESIGN.md §8).
+
+Every span is a verbatim piece of one tool output's ``evidence`` blocks (a telemetry fact, a log
+template, a runbook sentence) with its stable evidence key and the call that returned it. The final
+answer's schema lets the model cite only these aliases; the system then fills each binding's tool,
+invocation id, key and excerpt from the span, so a citation cannot point at anything that does not exist.
+Spans are taken round-robin across calls (each call's strongest first), so every tool is represented.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from harness.tools.base import LedgerEntry
+
+SPAN_CHARS = 320
+SPANS_PER_RUNBOOK_BLOCK = 2
+_SENTENCE = re.compile(r"(?<=[.!?。！？；;])\s+|\n+")
+
+
+@dataclass(frozen=True)
+class Span:
+    alias: str
+    key: str
+    tool_name: str
+    call_id: str
+    text: str
+
+
+def _sentences(text: str) -> list[str]:
+    """Verbatim pieces of a runbook chunk: its sentences, the heading line ("Title > Section") skipped."""
+    lines = text.split("\n", 1)
+    body = lines[1] if len(lines) > 1 and ">" in lines[0] else text
+    out = []
+    for part in _SENTENCE.split(body):
+        part = part.strip().lstrip("-*#0123456789. ").strip()
+        if len(part) >= 20:
+            out.append(part[:SPAN_CHARS])
+    return out
+
+
+def _entry_spans(entry: LedgerEntry) -> list[tuple[str, str]]:
+    if entry.result.status != "success":
+        return []
+    spans: list[tuple[str, str]] = []
+    for block in entry.result.output.get("evidence") or []:
+        if not isinstance(block, dict) or not block.get("key") or not block.get("text"):
+            continue
+        key, text = str(block["key"]), str(block["text"])
+        if entry.tool_name == "lookup_knowledge":
+            spans += [(key, s) for s in _sentences(text)[:SPANS_PER_RUNBOOK_BLOCK]]
+        else:
+            spans.append((key, text[:SPAN_CHARS]))
+    return spans
+
+
+def build_catalog(ledger: dict[str, LedgerEntry], max_spans: int) -> list[Span]:
+    per_call = [(entry, _entry_spans(entry)) for entry in ledger.values()]
+    picked: list[tuple[LedgerEntry, str, str]] = []
+    depth = 0
+    while len(picked) < max_spans and any(depth < len(spans) for _, spans in per_call):
+        for entry, spans in per_call:
+            if depth < len(spans) and len(picked) < max_spans:
+                key, text = spans[depth]
+                if not any(p[1] == key and p[2] == text for p in picked):
+                    picked.append((entry, key, text))
+        depth += 1
+    return [Span(f"E{n}", key, e.tool_name, e.tool_call_id, text) for n, (e, key, text) in enumerate(picked, 1)]
+
+
+def candidate_components(ledger: dict[str, LedgerEntry]) -> list[str]:
+    """Services the run's tools named, the anomaly ranking's order first."""
+    found: list[str] = []
+    for entry in ledger.values():
+        if entry.tool_name == "rank_anomalies":
+            found += [str(r.get("service")) for r in entry.result.output.get("ranking") or [] if r.get("service")]
+    for entry in ledger.values():
+        if entry.result.status != "success":
+            continue
+        service = entry.args.get("service") or entry.result.output.get("service")
+        if isinstance(service, str) and service:
+            found.append(service)
+    return list(dict.fromkeys(found))

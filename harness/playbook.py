@@ -1,0 +1,109 @@
+"""The selected skill's tool steps, run by the harness before the executor model's turn.
+
+A small model is slow and unreliable at choosing tools and writing their arguments; the steps an SRE
+would take first (rank the anomalies, drill into the top suspect, read its logs, look up the runbook)
+do not need it. Each step's arguments may name ``$question``, ``$top_service`` (the first service of
+the latest anomaly ranking) and ``$top_category_query`` (runbook words for that service's suspected
+fault category, in the question's language); a step whose variable has no value is skipped. The
+calls go through the same ToolBoundary, ledger and audit path as the model's, bound to one agent step
+named ``playbook``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from harness.contracts import StatusEvent
+from harness.stages.base import RunContext
+
+CATEGORY_QUERIES = {
+    "en": {
+        "cpu": "high CPU usage saturation throttling slow responses",
+        "memory": "memory usage high OOM killed heap",
+        "network": "network latency packet delay between services",
+        "code": "application errors exceptions failed requests",
+        "unknown": "service latency errors troubleshooting",
+    },
+    "zh": {
+        "cpu": "CPU 使用率高 饱和 限流 响应变慢",
+        "memory": "内存使用率高 OOM 内存溢出",
+        "network": "网络延迟 服务间调用延迟 丢包",
+        "code": "应用报错 异常 请求失败",
+        "unknown": "服务延迟 报错 排查",
+    },
+}
+
+
+# Without a skill: what any incident investigation starts with.
+DEFAULT_STEPS: list[tuple[str, dict[str, Any]]] = [
+    ("rank_anomalies", {}),
+    ("query_metrics", {"service": "$top_service"}),
+    ("lookup_knowledge", {"query": "$question"}),
+]
+
+
+def _variables(ctx: RunContext) -> dict[str, str]:
+    values = {"$question": ctx.question[:500]}
+    for entry in reversed(list(ctx.boundary.ledger.values())):
+        ranking = entry.result.output.get("ranking") if entry.tool_name == "rank_anomalies" else None
+        if ranking:
+            top = ranking[0]
+            values["$top_service"] = str(top.get("service", ""))
+            category = str(top.get("suspected_category") or "unknown")
+            queries = CATEGORY_QUERIES[ctx.lang if ctx.lang in CATEGORY_QUERIES else "en"]
+            values["$top_category_query"] = queries.get(category, queries["unknown"])
+            break
+    return values
+
+
+def _resolve(args: dict[str, Any], values: dict[str, str]) -> dict[str, Any] | None:
+    out: dict[str, Any] = {}
+    for key, value in args.items():
+        if isinstance(value, str) and value.startswith("$"):
+            if not values.get(value):
+                return None
+            out[key] = values[value]
+        else:
+            out[key] = value
+    return out
+
+
+async def run_playbook(
+    ctx: RunContext, skill: str, steps: list[tuple[str, dict[str, Any]]]
+) -> AsyncGenerator[StatusEvent, None]:
+    step = ctx.recorder.begin_step()
+    names = [tool for tool, _ in steps]
+    ctx.recorder.agent_step(
+        step,
+        message_roles=[],
+        tool_names=names,
+        assistant_text="",
+        reasoning_text=None,
+        duration_ms=0,
+        usage=None,
+        agent_name="playbook",
+    )
+    seen: set[str] = set()
+    for n, (tool, args) in enumerate(steps, 1):
+        resolved = _resolve(args, _variables(ctx))
+        signature = f"{tool}:{json.dumps(resolved, sort_keys=True, ensure_ascii=False)}"
+        if resolved is None or signature in seen:
+            continue
+        seen.add(signature)
+        call_id = f"pb_{ctx.recorder.run_id[:8]}_{n}"
+        yield StatusEvent(code="DIAGNOSIS_RUNNING", detail=f"tool {tool} started ({skill} playbook)")
+        entry = await ctx.boundary.call(call_id, tool, resolved)
+        ctx.recorder.tool_invocation(
+            tool_call_id=call_id,
+            tool_name=tool,
+            request=entry.args,
+            status=entry.result.status,
+            output_preview=entry.result.preview,
+            output_length=len(entry.result.output_text()),
+            duration_ms=entry.duration_ms,
+            error_message=entry.result.error,
+            retrieval=entry.result.retrieval,
+        )
+        yield StatusEvent(code="DIAGNOSIS_RUNNING", detail=f"tool {tool} finished: {entry.result.status}")
