@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.provenance import ROOT, stamp
+from deployments.provenance import ROOT, stamp
 from harness.scope import RunScope
 from harness.tools.read_skill import load_skills
 from harness.wiring import tool_factory

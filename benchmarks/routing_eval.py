@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.provenance import ROOT, stamp
+from deployments.provenance import ROOT, stamp
 from harness.routing import ExemplarRouter, by_rules
 from rag.embedding import make_embedder
 

@@ -287,6 +287,68 @@ def _cmd_telemetry_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_eval_rca(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from deployments.provenance import stamp
+    from deployments.rca_eval import evaluate, format_table
+
+    cfg = load_config(args.config)
+    dataset = Path(args.dataset)
+    if not dataset.is_dir():
+        print(f"raydiag: {dataset} is not a directory", file=sys.stderr)
+        return 2
+    model = "none (tools only)"
+    if args.tools_only:
+        diagnose = None
+    else:
+        diagnose, model = _eval_app(cfg, args.address, args.app)
+    try:
+        result = asyncio.run(evaluate(dataset, diagnose, args.delay_min, args.limit, args.concurrency))
+    except FileNotFoundError as err:
+        print(f"raydiag: {err}", file=sys.stderr)
+        return 2
+    result.update({"model": model, "dataset": str(dataset), **stamp()})
+    print(format_table(result))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0
+
+
+def _eval_app(cfg: Any, address: str | None, app: str) -> tuple[Any, str]:
+    """The running app's ingress (``--address``), or the configured app started here for the evaluation."""
+    import socket
+
+    import ray
+    from ray import serve
+
+    from deployments.app import build_app
+    from deployments.runtime import ray_env, start_ray
+
+    if address:
+        ray_env(cfg)
+        ray.init(address=address, log_to_driver=False)
+        handle = serve.get_app_handle(app)
+    else:
+        cfg = cfg.model_copy(deep=True)
+        cfg.ray.temp_dir = cfg.ray.temp_dir.rstrip("/") + "-eval"  # never the temp dir of a running `raydiag serve`
+        start_ray(cfg)
+        with socket.socket() as s:  # the evaluation needs no HTTP port: take any free one
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        handle = serve.run(build_app(cfg), name=app, route_prefix=None)
+
+    async def diagnose(session: str, question: str, options: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = await handle.diagnose_internal.remote(session, question, options)
+        return result
+
+    model = cfg.llm.model if cfg.llm.backend == "vllm" else cfg.llm.backend
+    return diagnose, model
+
+
 def _cmd_check_config(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     data = cfg.model_dump()
@@ -344,6 +406,16 @@ def build_parser() -> argparse.ArgumentParser:
     er.add_argument("--split", default="test", help="qrels split (default test)")
     er.add_argument("--out", default=None, help="write the JSON result here")
     er.set_defaults(fn=_cmd_eval_retrieval)
+    rc = ev.add_parser("rca", help="root-cause accuracy on labelled faults (Nezha layout) through the pipeline")
+    rc.add_argument("--dataset", required=True, help="directory with rca_data/<day>/<day>-fault_list.json + metric/")
+    rc.add_argument("--out", default=None, help="write the JSON result here")
+    rc.add_argument("--limit", type=int, default=None, help="only the first N faults")
+    rc.add_argument("--concurrency", type=int, default=2, help="diagnoses in flight at once")
+    rc.add_argument("--tools-only", action="store_true", help="score rank_anomalies alone (no model, no app)")
+    rc.add_argument("--delay-min", type=float, default=5.0, help="minutes from the injection to the run's clock")
+    rc.add_argument("--address", default=None, help="use the app on this running Ray cluster (e.g. auto)")
+    rc.add_argument("--app", default="raydiag", help="the Serve application to use or start")
+    rc.set_defaults(fn=_cmd_eval_rca)
 
     tel = sub.add_parser("telemetry", help="telemetry backends").add_subparsers(dest="telemetry_command", required=True)
     tc = tel.add_parser("check", help="what the configured backend sees: services, signals, time span, clock")

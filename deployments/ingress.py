@@ -22,11 +22,12 @@ from deployments.limits import RunLimiter
 from deployments.llm_client import LLMHandleModel
 from deployments.openai_api import add_openai_routes
 from deployments.stopping import DrainWatch
-from harness.contracts import ChatRequest, SseEvent
+from harness.contracts import ChatRequest, SseEvent, event_data
 from harness.model import ChatModel
 from harness.pipeline import DiagnosisPipeline
 from harness.routing import Embed
 from harness.rules_model import RulesModel
+from harness.scope import RunOptions
 from harness.wiring import build_pipeline
 from rag.embedding import Encoded
 from rag.lookup import KnowledgeLookupService, LookupSettings
@@ -158,16 +159,36 @@ class Ingress:
         # Serve runs a synchronous constructor on the replica's event loop: the watch lives there.
         self._drain_task = asyncio.get_running_loop().create_task(self.drain.run())
 
-    async def _run_chat(self, req: ChatRequest, tenant_id: str | None) -> AsyncGenerator[SseEvent, None]:
+    async def _run_chat(
+        self, req: ChatRequest, tenant_id: str | None, options: RunOptions | None = None
+    ) -> AsyncGenerator[SseEvent, None]:
         """The pipeline's events, its first (``metadata``: the run's ids) at once and the rest of the
         run inside the active-run gate (see ``IngressSettings.max_active_runs``)."""
-        async with aclosing(self.pipeline.run(req, tenant_id)) as events:
+        async with aclosing(self.pipeline.run(req, tenant_id, options)) as events:
             async for event in events:
                 yield event
                 break
             async with self.active_runs:
                 async for event in events:
                     yield event
+
+    async def diagnose_internal(self, session_id: str, question: str, options: dict[str, Any]) -> dict[str, Any]:
+        """A run with an internal run context (its clock and telemetry: harness/scope.py), for the RCA
+        evaluation and the alert webhook. Reached only through a Ray handle, never over HTTP, so no
+        /api/chat caller can set a clock or a dataset. Returns the run's events and its audited totals."""
+        run_options = RunOptions.model_validate(options)
+        request = ChatRequest(Id=session_id, Question=question)
+        events = [{"event": e.event, **event_data(e)} async for e in self._run_chat(request, None, run_options)]
+        await self.sink.flush()
+        run_id = next((e["run_id"] for e in events if e["event"] == "metadata"), None)
+        totals: dict[str, Any] = {}
+        if run_id:
+            try:
+                trace = await self.audit.trace(session_id, run_id, None)
+                totals = {k: trace["run"].get(k) for k in ("total_token_count", "total_duration_ms", "status")}
+            except Exception as err:  # the evaluation scores the answer; totals are a bonus
+                log.warning("no trace for run %s: %s", run_id, type(err).__name__)
+        return {"events": events, "totals": totals}
 
     async def _flush(self) -> bool:
         return await self.sink.flush()

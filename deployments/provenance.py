@@ -1,4 +1,5 @@
-"""What every results file records about how it was made: the commit, the date and the command."""
+"""What every results file records about how it was made: the commit, the date and the command
+(benchmarks/ and `raydiag eval` write it)."""
 
 from __future__ import annotations
 
