@@ -1,0 +1,193 @@
+"""The default flow on real telemetry: rules route and plan, the playbook runs the tools, the final
+answer is grounded by construction, the verifier checks it compactly, the release is honest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.contracts import ChatRequest, ContentEvent, ExecutorEvidence, event_data
+from harness.evidence_catalog import build_catalog, candidate_components
+from harness.model import ModelRequest, ModelResponse
+from harness.recorder import Usage
+from harness.scope import RunOptions
+from harness.settings import HarnessSettings
+from harness.stages.answer import AnswerError, answer_schema, to_evidence
+from harness.stages.evidence_guard import evidence_text
+from harness.wiring import build_pipeline
+from telemetry.settings import TelemetrySettings
+from tests.fakes.scripted_model import ScriptedModel
+from tests.fakes.sinks import ListSink
+
+T0 = 1661145489.0  # 2022-08-22 05:18:09: currencyservice, cpu_contention
+QUESTION = (
+    "Users of OnlineBoutique see errors or slow responses since 05:18 UTC on 2022-08-22. Find the root-cause service."
+)
+
+
+def _aliases(request: ModelRequest) -> list[str]:
+    return request.json_schema["properties"]["claims"]["items"]["properties"]["evidence"]["items"]["enum"]  # type: ignore[index]
+
+
+def _components(request: ModelRequest) -> list[str]:
+    return request.json_schema["properties"]["root_causes"]["items"]["properties"]["component"].get("enum", [])  # type: ignore[index]
+
+
+class Analyst:
+    """A scripted model that answers what the run shows: it cites the first span, names the first
+    component, and the verifier answers with the verdicts it is given (one per round)."""
+
+    def __init__(self, verdicts: list[str]) -> None:
+        self.verdicts = list(verdicts)
+        self.requests: list[ModelRequest] = []
+
+    def __call__(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        usage = Usage(10, 5)
+        props = (request.json_schema or {}).get("properties", {})
+        if "done" in props:
+            return ModelResponse('{"done": true}', usage=usage)
+        if "summary" in props:
+            component = _components(request)[0]
+            answer = {
+                "claims": [
+                    {
+                        "type": "root_cause",
+                        "text": f"{component} deviates first in the ranking",
+                        "evidence": [_aliases(request)[0]],
+                    }
+                ],
+                "root_causes": [{"component": component, "category": "cpu", "confidence": "high", "claims": [1]}],
+                "summary": f"{component} is the likely root cause.",
+                "actions": ["check its CPU limits"],
+                "missing_info": [],
+            }
+            return ModelResponse(json.dumps(answer), usage=usage)
+        if "facts" in props:
+            verdict = self.verdicts.pop(0)
+            support = "direct_evidence" if verdict == "PASS" else "no_evidence"
+            facts = [{"claim": "claim-1", "verification": support, "critical": True}]
+            body = {"facts": facts, "verdict": verdict, "groundedness_score": 0.9, "rationale": "checked"}
+            return ModelResponse(json.dumps(body), usage=usage)
+        raise AssertionError(f"unexpected call for stage {request.stage}")
+
+
+def _pipeline(model: Any, sink: ListSink, settings: HarnessSettings | None = None):  # type: ignore[no-untyped-def]
+    telemetry = TelemetrySettings(log_roots=[], metric_roots=[])
+    return build_pipeline(sink, settings or HarnessSettings(), telemetry, model=ScriptedModel(fn=model))
+
+
+def _options(nezha_day: Path) -> RunOptions:
+    telemetry = TelemetrySettings(log_roots=[], metric_roots=[], nezha_days=[str(nezha_day)])
+    return RunOptions(as_of=T0 + 300, telemetry=telemetry, origin="eval")
+
+
+async def test_a_grounded_report_on_a_real_fault(nezha_day: Path) -> None:
+    model, sink = Analyst(["PASS"]), ListSink()
+    pipeline = _pipeline(model, sink)
+    events = [e async for e in pipeline.run(ChatRequest(Id="g1", Question=QUESTION), None, _options(nezha_day))]
+    content = next(e for e in events if isinstance(e, ContentEvent))
+    assert content.content_type == "DIAGNOSIS_REPORT", event_data(content)
+    payload = content.payload.model_dump()
+    assert [c["component"] for c in payload["root_causes"]] == ["currencyservice"]
+    assert payload["root_causes"][0]["claim_ids"] == ["claim-1"] and not payload["root_causes"][0]["indirect"]
+    # Routing and planning took no model call; the model answered and verified, nothing else.
+    assert {r.stage for r in model.requests} == {"executor", "verifier"}
+    timeline = [r.data for r in sink.records if r.kind == "trace_event"]
+    routing = next(t for t in timeline if t["event_type"] == "ROUTING_ATTEMPT")
+    assert routing["details"]["router"] == "keywords"
+    assert any(
+        t["event_type"] == "PLAN_DECISION" and t["details"]["selected_skill"] == "microservice-root-cause"
+        for t in timeline
+    )
+    started = next(t for t in timeline if t["event_type"] == "RUN_STARTED")
+    assert started["details"]["as_of"] == "2022-08-22T05:23:09Z" and started["details"]["origin"] == "eval"
+    # Every reference is a call that ran, and its excerpt is verbatim in that call's output.
+    calls = {r.data["tool_call_id"]: r.data for r in sink.records if r.kind == "tool_invocation"}
+    assert [c["tool_name"] for c in calls.values()][:2] == ["rank_anomalies", "query_metrics"]
+    for ref in payload["references"]:
+        assert ref["tool_call_id"] in calls
+
+
+async def test_a_retry_keeps_the_evidence_and_asks_again(nezha_day: Path) -> None:
+    model, sink = Analyst(["LOW_CONFID", "PASS"]), ListSink()
+    pipeline = _pipeline(model, sink, HarnessSettings(max_tool_steps=1))
+    events = [e async for e in pipeline.run(ChatRequest(Id="g2", Question=QUESTION), None, _options(nezha_day))]
+    assert next(e for e in events if isinstance(e, ContentEvent)).content_type == "DIAGNOSIS_REPORT"
+    tools = [r for r in sink.records if r.kind == "tool_invocation"]
+    answers = [r for r in model.requests if "summary" in (r.json_schema or {}).get("properties", {})]
+    assert len(answers) == 2
+    # The playbook ran once; round 2 saw the same evidence and the retry context.
+    assert len(tools) == len({r.data["tool_call_id"] for r in tools}) and len(tools) <= 5
+    assert _aliases(answers[0]) == _aliases(answers[1])
+    assert "unsupported" in answers[1].messages[0].content
+    retry = [r.data for r in sink.records if r.kind == "trace_event" and r.data["event_type"] == "RETRY_SCHEDULED"]
+    assert retry and retry[0]["details"]["missing_evidence_facts"]
+
+
+async def test_a_greeting_is_chat_without_the_router_model() -> None:
+    replies = {"chat": ["Hello! I diagnose incidents from telemetry and runbooks."]}
+    model, sink = ScriptedModel(replies), ListSink()
+    pipeline = build_pipeline(sink, HarnessSettings(), TelemetrySettings(log_roots=[], metric_roots=[]), model=model)
+    events = [e async for e in pipeline.run(ChatRequest(Id="g3", Question="你好，你能做什么？"))]
+    content = next(e for e in events if isinstance(e, ContentEvent))
+    assert content.content_type == "CHAT_ANSWER" and "diagnose" in content.payload.model_dump()["text"]
+    assert [r.stage for r in model.requests] == ["chat"]
+
+
+def test_spans_are_verbatim_and_citations_are_copied(nezha_day: Path) -> None:
+    from harness.tools.base import LedgerEntry, ToolResult
+
+    output = {
+        "evidence": [
+            {"key": "anomaly:svc:t", "text": "svc ranks 1 of 3: cpu 0.1 -> 0.9"},
+            {"key": "anomaly:db:t", "text": "db ranks 2 of 3: latency up"},
+        ],
+        "ranking": [{"service": "svc"}, {"service": "db"}],
+    }
+    runbook = {
+        "evidence": [
+            {"key": "doc#chunk-0", "text": "Title > Section\nFirst sentence is long enough. Second one too, yes."}
+        ]
+    }
+    ledger = {
+        "c1": LedgerEntry("c1", "rank_anomalies", {}, ToolResult("success", output), 1),
+        "c2": LedgerEntry("c2", "lookup_knowledge", {"query": "q"}, ToolResult("success", runbook), 1),
+        "c3": LedgerEntry("c3", "query_logs", {"service": "x"}, ToolResult("error", {"error": "boom"}), 1),
+    }
+    spans = build_catalog(ledger, 10)
+    assert [s.alias for s in spans] == ["E1", "E2", "E3", "E4"]
+    assert [(s.tool_name, s.key) for s in spans][:2] == [
+        ("rank_anomalies", "anomaly:svc:t"),
+        ("lookup_knowledge", "doc#chunk-0"),
+    ]
+    for s in spans:
+        assert s.text.lower() in evidence_text(ledger[s.call_id])
+    assert candidate_components(ledger) == ["svc", "db"]
+    schema = answer_schema(spans, ["svc", "db"])
+    assert schema["properties"]["root_causes"]["items"]["properties"]["component"]["enum"] == ["svc", "db"]
+    data = {
+        "claims": [
+            {"type": "symptom", "text": "fabricated", "evidence": ["E9"]},  # not of this run: dropped
+            {"type": "root_cause", "text": "svc CPU jumped", "evidence": ["E1", "E1"]},
+        ],
+        "root_causes": [{"component": "svc", "category": "cpu", "confidence": "high", "claims": [2, 1]}],
+        "summary": "svc is saturated",
+        "actions": [],
+        "missing_info": [],
+    }
+    evidence = to_evidence(data, spans)
+    assert isinstance(evidence, ExecutorEvidence) and [c.claim_text for c in evidence.claims] == ["svc CPU jumped"]
+    binding = evidence.claims[0].evidence_bindings[0]
+    assert (binding.source_id, binding.tool_name, binding.source_invocation_ids, binding.evidence_excerpt) == (
+        "anomaly:svc:t",
+        "rank_anomalies",
+        ["c1"],
+        "svc ranks 1 of 3: cpu 0.1 -> 0.9",
+    )
+    assert evidence.root_causes[0].claim_ids == ["claim-1"]
+    with pytest.raises(AnswerError):
+        to_evidence({"claims": [{"type": "symptom", "text": "x", "evidence": ["E77"]}]}, spans)
