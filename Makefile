@@ -78,7 +78,7 @@ test: install install-bge browser prometheus mariadb
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: install
-	$(BIN)/python -m pytest -m "not slow and not mysql" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow and not mysql and not prometheus" $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

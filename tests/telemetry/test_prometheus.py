@@ -20,6 +20,8 @@ from telemetry.settings import PrometheusSettings, TelemetrySettings
 from tests.nezha_labels import faults, inject_time
 from tests.prometheus_server import prometheus_with_day
 
+pytestmark = pytest.mark.prometheus
+
 
 @pytest.fixture(scope="module")
 def prom_url(nezha_day: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
