@@ -168,6 +168,12 @@ class LLMSettings(_Section):
     dtype: str = Field(default="bfloat16", description="Weights dtype for the engine.")
     max_model_len: int = Field(default=8192, gt=0, description="Longest prompt + output in tokens.")
     kv_cache_gib: float = Field(default=2.0, gt=0, description="KV cache size on CPU (VLLM_CPU_KVCACHE_SPACE).")
+    cpu_threads_bind: str = Field(
+        default="all",
+        description="VLLM_CPU_OMP_THREADS_BIND on CPU. 'all': the engine's OpenMP threads use every core the "
+        "replica may run on (vLLM's own 'auto' keeps one core in reserve: half the speed on two cores); "
+        "'auto' or a core list such as '0-3' is passed to vLLM as it is.",
+    )
     gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1, description="Share of GPU memory vLLM takes.")
     tensor_parallel_size: int = Field(default=1, gt=0, description="GPUs one replica shards the model across.")
     enable_prefix_caching: bool = Field(default=True, description="Reuse KV cache of shared prompt prefixes.")
