@@ -24,6 +24,7 @@ from telemetry.model import TelemetryBackend
 from telemetry.signals import signal_spec
 
 MAX_RANKED = 5
+WEAK_LEADS = 3  # leads shown when no service crosses the threshold
 MAX_SIGNALS = 8
 MAX_SERIES_POINTS = 12
 MAX_LOG_LINES = 20
@@ -128,17 +129,25 @@ class RankAnomaliesTool:
         ranked = await rank_anomalies(self.view.backend, window, baseline)
         frame = self.view.frame(window, baseline)
         anomalous = [a for a in ranked if a.anomalous]
-        if not anomalous:
+        # Nothing over the threshold (a fault whose baseline already holds earlier faults of the same pod
+        # looks like this) still has leads: the strongest deviations, marked weak, never dressed up as anomalies.
+        shown = anomalous[:MAX_RANKED] or [a for a in ranked if a.score > 0][:WEAK_LEADS]
+        if not shown:
             out = {**frame, "ranking": [], "services_checked": len(ranked), "evidence": []}
-            return ToolResult("no_data", out, preview=f"no anomaly among {len(ranked)} services")
+            return ToolResult("no_data", out, preview=f"no deviation among {len(ranked)} services")
         entries, evidence = [], []
-        for n, a in enumerate(anomalous[:MAX_RANKED], 1):
+        for n, a in enumerate(shown, 1):
             key = f"anomaly:{a.service}:{minute(window.start)}"
             entries.append(self._entry(n, a, key))
             evidence.append({"key": key, "text": self._text(n, len(ranked), a)})
         out = {**frame, "ranking": entries, "services_checked": len(ranked), "evidence": evidence}
-        top = anomalous[0]
-        return ToolResult("success", out, preview=f"top {top.service} ({top.category}) of {len(ranked)} services")
+        if not anomalous:
+            out["note"] = "no signal crossed the anomaly threshold; these are the strongest weak deviations"
+        top = shown[0]
+        strength = "" if anomalous else "weak "
+        return ToolResult(
+            "success", out, preview=f"{strength}top {top.service} ({top.category}) of {len(ranked)} services"
+        )
 
     @staticmethod
     def _entry(n: int, a: ServiceAnomaly, key: str) -> dict[str, Any]:
@@ -146,6 +155,7 @@ class RankAnomaliesTool:
             "rank": n,
             "service": a.service,
             "score": round(a.score, 2),
+            "anomalous": a.anomalous,
             "suspected_category": a.category,
             "since": minute(a.onset) if a.onset is not None else None,
             "explained_by": a.explained_by,
@@ -167,13 +177,14 @@ class RankAnomaliesTool:
     def _text(n: int, total: int, a: ServiceAnomaly) -> str:
         signals = "; ".join(_deviation_text(d) for d in a.deviations[:2] if d.score > 0)
         blame = f"; its callee {a.explained_by} is anomalous too" if a.explained_by else ""
-        return f"{a.service} ranks {n} of {total}: {signals}. Suspected {a.category}: {a.category_reason}{blame}."
+        weak = "" if a.anomalous else " (weak: below the anomaly threshold)"
+        return f"{a.service} ranks {n} of {total}{weak}: {signals}. Suspected {a.category}: {a.category_reason}{blame}."
 
 
 class QueryMetricsTool:
     name = "query_metrics"
     description = (
-        "A service's metrics in the window against its baseline: per signal the baseline median and IQR, the window's "
+        "A service's metrics in the window against its baseline: per signal the baseline median and MAD, the window's "
         "peak, the robust deviation, since when, and a short series. Without 'signal', every signal of the service."
     )
     parameters: dict[str, Any] = {
@@ -229,7 +240,7 @@ class QueryMetricsTool:
                     "unit": unit,
                     "instance": d.instance,
                     "baseline_median": _num(d.baseline_median),
-                    "baseline_iqr": _num(d.baseline_iqr),
+                    "baseline_mad": _num(d.baseline_mad),
                     "peak": _num(d.peak),
                     "last": _num(d.last),
                     "deviation": round(d.score, 1),

@@ -1,11 +1,13 @@
 """Robust deviation of a window from its baseline, and when it began.
 
-deviation = (x - median(baseline)) / scale, scale = max(IQR / 1.349, 5% of |median|, the signal's
-floor): the IQR estimates the spread without letting a few anomalous baseline minutes (an earlier
-fault on the same pod) inflate it, and the floors keep a flat baseline from turning noise into a
-huge number (a signal without a floor of its own gets 1% of the largest value seen).
-Only the symptom direction counts (a CPU drop is not a CPU anomaly). A window's score
-is its second-largest deviation, so one stray sample does not make an anomaly. The onset is the
+deviation = (x - median(baseline)) / scale, scale = max(1.4826 MAD, 5% of |median|, the signal's
+floor): the median absolute deviation estimates the spread without letting anomalous baseline
+minutes inflate it; it tolerates up to half the baseline being anomalous (the IQR only a quarter),
+which is what an earlier fault on the same pod minutes before does to a 30-minute baseline
+(AS@3 on the Nezha day 0.79 with the IQR, 0.875 with the MAD; AS@1 0.75 with both). The floors
+keep a flat baseline from turning noise into a huge number (a signal without a floor of its own gets
+1% of the largest value seen). Only the symptom direction counts (a CPU drop is not a CPU anomaly).
+A window's score is its second-largest deviation, so one stray sample does not make an anomaly. The onset is the
 first sample of the window at or above the threshold: the change point an SRE reads as "since".
 """
 
@@ -29,7 +31,7 @@ class Deviation:
     signal: str
     instance: str
     baseline_median: float | None
-    baseline_iqr: float | None
+    baseline_mad: float | None
     baseline_points: int
     window_points: int
     peak: float | None  # the window's most deviating value (symptom direction)
@@ -62,10 +64,9 @@ def deviation(series: Series, window: Window, baseline: Window, sig: Signal) -> 
             series.service, series.signal, series.instance, None, None, len(base), len(win), None, last, 0.0, None
         )
     med = float(np.median(base))
-    q1, q3 = np.percentile(base, [25, 75])
-    iqr = float(q3 - q1)
     floor = sig.floor if sig.floor > 0 else 0.01 * float(np.max(np.abs(np.concatenate([base, win]))))
-    scale = max(iqr / 1.349, RELATIVE_FLOOR * abs(med), floor, 1e-9)
+    mad = float(np.median(np.abs(base - med)))
+    scale = max(mad * 1.4826, RELATIVE_FLOOR * abs(med), floor, 1e-9)
     d = _directional((win - med) / scale, sig.direction)
     ordered = np.sort(d)
     score = float(ordered[-2] if len(ordered) >= 2 else ordered[-1])
@@ -77,7 +78,7 @@ def deviation(series: Series, window: Window, baseline: Window, sig: Signal) -> 
         series.signal,
         series.instance,
         med,
-        iqr,
+        mad,
         len(base),
         len(win),
         float(win[peak_i]),

@@ -123,3 +123,17 @@ async def test_boundary_turns_failures_into_values() -> None:
     assert (await boundary.call("c3", "drop_tables", {})).result.error == "tool 'drop_tables' is not allowed"
     assert (await boundary.call("c4", "current_time", ["not", "a", "dict"])).result.error == "bad arguments"
     assert set(boundary.ledger) == {"c1", "c2", "c3", "c4"}
+
+
+async def test_weak_leads_when_nothing_crosses_the_threshold(nezha_day: Path) -> None:
+    """The 04:18 fault follows three faults of the same pod: no signal crosses the threshold, so the
+    ranking shows its strongest deviations marked weak instead of answering nothing."""
+    t0 = 1661141915.0  # 2022-08-22 04:18:35
+    settings = TelemetrySettings(log_roots=[], metric_roots=[], nezha_days=[str(nezha_day)])
+    ranked = await _tools(settings, t0 + 300, t0 - t0 % 60)["rank_anomalies"].run({})
+    entries = ranked.output["ranking"]
+    assert ranked.status == "success" and ranked.output["note"] and 0 < len(entries) <= 3
+    assert not any(e["anomalous"] for e in entries)
+    assert all("weak" in e["text"] for e in ranked.output["evidence"])
+    strong = await _tools(settings, T0 + 300, T0 - 9)["rank_anomalies"].run({})
+    assert strong.output["ranking"][0]["anomalous"] and "note" not in strong.output
