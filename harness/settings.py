@@ -55,6 +55,12 @@ class HarnessSettings(BaseModel):
         "the excerpts (a model cannot cite what does not exist); 'model': the model writes executor_evidence_v1 "
         "bindings itself and the rule guard checks them (for engines that cannot constrain decoding).",
     )
+    verifier_rules: bool = Field(
+        default=True,
+        description="Check a constructed draft's claims by rule first (their services, signals, numbers and "
+        "quotes must occur in the cited evidence); the verifier model sees the draft only when some claim has "
+        "nothing to check.",
+    )
     max_evidence_spans: int = Field(default=14, gt=0, le=40, description="Evidence spans the final answer may cite.")
     repetition_penalty: float = Field(
         default=1.05, ge=1.0, le=2.0, description="Sampling penalty on repeated tokens (cuts loops in small models)."

@@ -25,7 +25,7 @@ from harness.contracts import (
 from harness.evidence_catalog import Span
 
 ANSWER_VERSION = "executor_answer_v1"
-MAX_CLAIMS = 4
+MAX_CLAIMS = 3
 MAX_ROOT_CAUSES = 3
 CLAIM_TYPES = ("root_cause", "symptom", "contributing_factor", "observation")
 
@@ -46,7 +46,7 @@ def answer_schema(spans: list[Span], components: list[str]) -> dict[str, Any]:
                     "type": "object",
                     "properties": {
                         "type": {"type": "string", "enum": list(CLAIM_TYPES)},
-                        "text": {"type": "string", "minLength": 8, "maxLength": 200},
+                        "text": {"type": "string", "minLength": 8, "maxLength": 160},
                         "evidence": {
                             "type": "array",
                             "minItems": 1,
@@ -79,12 +79,13 @@ def answer_schema(spans: list[Span], components: list[str]) -> dict[str, Any]:
                     "additionalProperties": False,
                 },
             },
-            "summary": {"type": "string", "minLength": 8, "maxLength": 300},
-            "actions": {"type": "array", "maxItems": 3, "items": {"type": "string", "minLength": 4, "maxLength": 160}},
+            # Every bound is output a CPU model must decode (about 5 tokens/s here): short on purpose.
+            "summary": {"type": "string", "minLength": 8, "maxLength": 240},
+            "actions": {"type": "array", "maxItems": 2, "items": {"type": "string", "minLength": 4, "maxLength": 120}},
             "missing_info": {
                 "type": "array",
-                "maxItems": 3,
-                "items": {"type": "string", "minLength": 4, "maxLength": 160},
+                "maxItems": 2,
+                "items": {"type": "string", "minLength": 4, "maxLength": 120},
             },
         },
         "required": ["claims", "root_causes", "summary", "actions", "missing_info"],

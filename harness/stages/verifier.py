@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.contracts import (
+    Claim,
     EvidenceRef,
     ExecutorEvidence,
     FactChecked,
@@ -18,11 +19,13 @@ from harness.contracts import (
     VerifierInput,
     VerifierOutput,
 )
+from harness.evidence_catalog import candidate_components
 from harness.model import Message
 from harness.prompts import prompt
 from harness.stages.base import RunContext, call_model, extract_json
 from harness.stages.evidence_guard import evidence_text
 from harness.stages.executor import ExecutorOutcome
+from harness.stages.support_check import rule_verdicts
 from harness.tools.base import LedgerEntry
 
 EVIDENCE_TOOLS = (
@@ -183,7 +186,15 @@ async def verify(
     ctx: RunContext, payload: VerifierInput, round_no: int, draft: ExecutorEvidence | None = None
 ) -> VerifierOutput:
     """``draft``: a constructed answer's kept claims, checked in the compact form; without it the model
-    reads the seed's verifier_input and answers the seed's verifier_output."""
+    reads the seed's verifier_input and answers the seed's verifier_output. With ``verifier_rules`` a
+    constructed draft's claims are first checked by rule (harness/stages/support_check.py); the model
+    is asked only when some claim has nothing the rule can check, and the rule's findings stand."""
+    decided: dict[str, bool | None] = {}
+    if draft is not None and ctx.settings.verifier_rules:
+        decided = rule_verdicts(draft, candidate_components(ctx.boundary.ledger))
+        if all(v is not None for v in decided.values()):
+            ctx.recorder.timeline("SEMANTIC", "SEMANTIC_GUARD_ATTEMPT", None, round=round_no, checker="rules")
+            return _decided(ctx, round_no, expand(_rule_answer(draft, decided), draft, payload.tool_trace_summary))
     if draft is not None:
         schema = compact_schema(draft)
         messages = [
@@ -207,11 +218,11 @@ async def verify(
         json_schema=schema,
         budget="verifier",
     )
-    ctx.recorder.timeline("SEMANTIC", "SEMANTIC_GUARD_ATTEMPT", None, round=round_no)
+    ctx.recorder.timeline("SEMANTIC", "SEMANTIC_GUARD_ATTEMPT", None, round=round_no, checker="model")
     try:
         data = extract_json(response.text)
         if draft is not None and "facts" in data:
-            output = expand(data, draft, payload.tool_trace_summary)
+            output = expand(_with_rules(data, draft, decided), draft, payload.tool_trace_summary)
         else:
             output = VerifierOutput.model_validate(data)
     except (ValueError, ValidationError) as err:
@@ -222,6 +233,34 @@ async def verify(
             facts_checked=[],
             rationale=f"the verifier's answer was unusable: {str(err)[:200]}",
         )
+    return _decided(ctx, round_no, output)
+
+
+def _rule_fact(claim: Claim, supported: bool) -> dict[str, Any]:
+    verification = "direct_evidence" if supported else "no_evidence"
+    return {"claim": claim.claim_id, "verification": verification, "critical": claim.claim_type == "root_cause"}
+
+
+def _rule_answer(draft: ExecutorEvidence, decided: dict[str, bool | None]) -> dict[str, Any]:
+    facts = [_rule_fact(c, bool(decided[c.claim_id])) for c in draft.claims]
+    supported = sum(bool(decided[c.claim_id]) for c in draft.claims)
+    return {
+        "facts": facts,
+        "verdict": "PASS" if supported else "REJECT",
+        "groundedness_score": round(supported / len(draft.claims), 3),
+        "rationale": f"{supported} of {len(draft.claims)} claims name only terms their cited evidence contains",
+    }
+
+
+def _with_rules(data: dict[str, Any], draft: ExecutorEvidence, decided: dict[str, bool | None]) -> dict[str, Any]:
+    """The model's compact answer with the rule's findings in place of its own for the claims the rule decided."""
+    by_claim = {c.claim_id: c for c in draft.claims}
+    facts = [f for f in data.get("facts") or [] if decided.get(str(f.get("claim"))) is None]
+    facts += [_rule_fact(by_claim[cid], ok) for cid, ok in decided.items() if ok is not None]
+    return {**data, "facts": facts}
+
+
+def _decided(ctx: RunContext, round_no: int, output: VerifierOutput) -> VerifierOutput:
     # critical_fact_count is defined by facts_checked (seed 000 §4.3), not by what the model says.
     output.critical_fact_count = sum(f.is_critical for f in output.facts_checked)
     ctx.recorder.timeline(

@@ -40,8 +40,9 @@ class Analyst:
     """A scripted model that answers what the run shows: it cites the first span, names the first
     component, and the verifier answers with the verdicts it is given (one per round)."""
 
-    def __init__(self, verdicts: list[str]) -> None:
+    def __init__(self, verdicts: list[str], text: str = "{component} deviates first in the ranking") -> None:
         self.verdicts = list(verdicts)
+        self.text = text
         self.requests: list[ModelRequest] = []
 
     def __call__(self, request: ModelRequest) -> ModelResponse:
@@ -56,7 +57,7 @@ class Analyst:
                 "claims": [
                     {
                         "type": "root_cause",
-                        "text": f"{component} deviates first in the ranking",
+                        "text": self.text.format(component=component),
                         "evidence": [_aliases(request)[0]],
                     }
                 ],
@@ -94,9 +95,12 @@ async def test_a_grounded_report_on_a_real_fault(nezha_day: Path) -> None:
     payload = content.payload.model_dump()
     assert [c["component"] for c in payload["root_causes"]] == ["currencyservice"]
     assert payload["root_causes"][0]["claim_ids"] == ["claim-1"] and not payload["root_causes"][0]["indirect"]
-    # Routing and planning took no model call; the model answered and verified, nothing else.
-    assert {r.stage for r in model.requests} == {"executor", "verifier"}
+    # Routing and planning took no model call, and the claim's terms are all in its evidence: the rule
+    # verified it, so the model only answered.
+    assert {r.stage for r in model.requests} == {"executor"}
     timeline = [r.data for r in sink.records if r.kind == "trace_event"]
+    checks = [t["details"] for t in timeline if t["event_type"] == "SEMANTIC_GUARD_ATTEMPT"]
+    assert [c["checker"] for c in checks] == ["rules"]
     routing = next(t for t in timeline if t["event_type"] == "ROUTING_ATTEMPT")
     assert routing["details"]["router"] == "keywords"
     assert any(
@@ -114,7 +118,7 @@ async def test_a_grounded_report_on_a_real_fault(nezha_day: Path) -> None:
 
 async def test_a_retry_keeps_the_evidence_and_asks_again(nezha_day: Path) -> None:
     model, sink = Analyst(["LOW_CONFID", "PASS"]), ListSink()
-    pipeline = _pipeline(model, sink, HarnessSettings(max_tool_steps=1))
+    pipeline = _pipeline(model, sink, HarnessSettings(max_tool_steps=1, verifier_rules=False))
     events = [e async for e in pipeline.run(ChatRequest(Id="g2", Question=QUESTION), None, _options(nezha_day))]
     assert next(e for e in events if isinstance(e, ContentEvent)).content_type == "DIAGNOSIS_REPORT"
     tools = [r for r in sink.records if r.kind == "tool_invocation"]
@@ -126,6 +130,29 @@ async def test_a_retry_keeps_the_evidence_and_asks_again(nezha_day: Path) -> Non
     assert "unsupported" in answers[1].messages[0].content
     retry = [r.data for r in sink.records if r.kind == "trace_event" and r.data["event_type"] == "RETRY_SCHEDULED"]
     assert retry and retry[0]["details"]["missing_evidence_facts"]
+
+
+async def test_a_claim_naming_what_its_evidence_does_not_is_not_released(nezha_day: Path) -> None:
+    """The excerpts are copied, but the text is the model's: a number no cited span holds fails the rule."""
+    model, sink = Analyst([], text="{component} CPU rose to 97.5 percent"), ListSink()
+    pipeline = _pipeline(model, sink)
+    events = [e async for e in pipeline.run(ChatRequest(Id="g4", Question=QUESTION), None, _options(nezha_day))]
+    content = next(e for e in events if isinstance(e, ContentEvent))
+    assert content.content_type == "SAFE_FALLBACK"
+    payload = content.payload.model_dump()
+    # Never confirmed or referenced; named only as what the evidence does not show.
+    assert payload["confirmed"] == [] and payload["references"] == []
+    assert all("no evidence found" in g for g in payload["gaps"] if "97.5" in g)
+    assert {r.stage for r in model.requests} == {"executor"}  # decided by rule: no verifier call
+
+
+async def test_a_claim_with_nothing_to_check_goes_to_the_verifier_model(nezha_day: Path) -> None:
+    model, sink = Analyst(["PASS"], text="the first ranked service looks like the cause"), ListSink()
+    events = [
+        e async for e in _pipeline(model, sink).run(ChatRequest(Id="g5", Question=QUESTION), None, _options(nezha_day))
+    ]
+    assert next(e for e in events if isinstance(e, ContentEvent)).content_type == "DIAGNOSIS_REPORT"
+    assert [r.stage for r in model.requests][-1] == "verifier"
 
 
 async def test_a_greeting_is_chat_without_the_router_model() -> None:
