@@ -184,8 +184,12 @@ class Ingress:
         totals: dict[str, Any] = {}
         if run_id:
             try:
-                trace = await self.audit.trace(session_id, run_id, None)
-                totals = {k: trace["run"].get(k) for k in ("total_token_count", "total_duration_ms", "status")}
+                reply = await self.audit.trace(session_id, run_id, None)
+                if reply.get("ok"):
+                    run = reply["value"]["run"]
+                    totals = {k: run.get(k) for k in ("total_token_count", "total_duration_ms", "status")}
+                else:
+                    log.warning("no trace for run %s: %s", run_id, reply.get("error"))
             except Exception as err:  # the evaluation scores the answer; totals are a bonus
                 log.warning("no trace for run %s: %s", run_id, type(err).__name__)
         return {"events": events, "totals": totals}

@@ -1,0 +1,49 @@
+"""Root-cause accuracy of the whole service on labelled real faults: `raydiag eval rca` on the Nezha
+OnlineBoutique day with the configured (default: embedded) model, beside the reference baseline.
+
+Runs the same command a user runs (the configured app is started for it; the pipeline, tools and
+model are the service's own) and adds the reference baseline ``../shared/tools/naive_rca_baseline.py``
+on the same data, so both land in one results file: ``benchmarks/results/rca.json``. The published
+numbers of other methods on this data family are in ``benchmarks/results/rca_published.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.anomaly_ranking import SHARED, naive  # noqa: E402
+from deployments.cli import main as raydiag  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", default=str(ROOT / "configs" / "serve.local.yaml"))
+    parser.add_argument("--dataset", default=str(SHARED / "data" / "nezha-rca-onlineboutique"))
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "rca.json"))
+    parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--limit", type=int, default=None)
+    args = parser.parse_args()
+    command = ["--config", args.config, "eval", "rca", "--dataset", args.dataset, "--out", args.out]
+    command += ["--concurrency", str(args.concurrency)] + (["--limit", str(args.limit)] if args.limit else [])
+    started = time.perf_counter()
+    code = raydiag(command)
+    if code:
+        raise SystemExit(code)
+    result = json.loads(Path(args.out).read_text(encoding="utf-8"))
+    result["naive_baseline"] = naive(Path(args.dataset))
+    result["wall_s"] = round(time.perf_counter() - started, 1)
+    result["command"] = "python benchmarks/rca_eval.py " + " ".join(sys.argv[1:])
+    Path(args.out).write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"naive baseline: AS@1 {result['naive_baseline']['as1']}  AS@3 {result['naive_baseline']['as3']}")
+    print(f"wall time {result['wall_s']} s; wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
