@@ -29,6 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from deployments.provenance import ROOT, stamp
+from deployments.rca_eval import CATEGORY
 from harness.scope import RunScope
 from harness.tools.read_skill import load_skills
 from harness.wiring import tool_factory
@@ -42,13 +43,6 @@ from telemetry.settings import PrometheusSettings, TelemetrySettings
 from tests.nezha_labels import faults, inject_time
 from tests.prometheus_server import prometheus_with_day
 
-CATEGORY = {
-    "cpu_contention": "cpu",
-    "cpu_consumed": "cpu",
-    "network_delay": "network",
-    "exception": "code",
-    "return": "code",
-}
 SHARED = ROOT.parent / "shared"
 
 

@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from harness.contracts import StatusEvent
-from harness.stages.base import RunContext
+from harness.stages.base import RunContext, run_tool
 
 CATEGORY_QUERIES = {
     "en": {
@@ -94,16 +94,5 @@ async def run_playbook(
         seen.add(signature)
         call_id = f"pb_{ctx.recorder.run_id[:8]}_{n}"
         yield StatusEvent(code="DIAGNOSIS_RUNNING", detail=f"tool {tool} started ({skill} playbook)")
-        entry = await ctx.boundary.call(call_id, tool, resolved)
-        ctx.recorder.tool_invocation(
-            tool_call_id=call_id,
-            tool_name=tool,
-            request=entry.args,
-            status=entry.result.status,
-            output_preview=entry.result.preview,
-            output_length=len(entry.result.output_text()),
-            duration_ms=entry.duration_ms,
-            error_message=entry.result.error,
-            retrieval=entry.result.retrieval,
-        )
+        entry = await run_tool(ctx, call_id, tool, resolved)
         yield StatusEvent(code="DIAGNOSIS_RUNNING", detail=f"tool {tool} finished: {entry.result.status}")

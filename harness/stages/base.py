@@ -11,7 +11,7 @@ from typing import Any
 from harness.model import ChatModel, Message, ModelError, ModelRequest, ModelResponse
 from harness.recorder import RunRecorder
 from harness.settings import HarnessSettings
-from harness.tools.base import ToolBoundary
+from harness.tools.base import LedgerEntry, ToolBoundary
 
 
 class StageError(Exception):
@@ -74,6 +74,23 @@ async def call_model(
 
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.M)
+
+
+async def run_tool(ctx: RunContext, call_id: str, name: str, args: dict[str, Any]) -> LedgerEntry:
+    """One tool call through the boundary, recorded as a ``tool_invocation`` (the model's and the playbook's alike)."""
+    entry = await ctx.boundary.call(call_id, name, args)
+    ctx.recorder.tool_invocation(
+        tool_call_id=call_id,
+        tool_name=name,
+        request=entry.args,
+        status=entry.result.status,
+        output_preview=entry.result.preview,
+        output_length=len(entry.result.output_text()),
+        duration_ms=entry.duration_ms,
+        error_message=entry.result.error,
+        retrieval=entry.result.retrieval,
+    )
+    return entry
 
 
 def extract_json(text: str) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from harness.stages.answer import (
     retry_text,
     to_evidence,
 )
-from harness.stages.base import RunContext, call_model, extract_json, history_messages
+from harness.stages.base import RunContext, call_model, extract_json, history_messages, run_tool
 
 EXECUTOR_SCHEMA = ExecutorEvidence.model_json_schema()
 DONE_SCHEMA = {"type": "object", "properties": {"done": {"type": "boolean"}}, "required": ["done"]}
@@ -97,18 +97,7 @@ class _Calls:
             self.seen[signature] = call.id
             self.fresh += 1
             yield StatusEvent(code="DIAGNOSIS_RUNNING", detail=f"tool {call.name} started")
-            entry = await self.ctx.boundary.call(call.id, call.name, call.arguments)
-            self.ctx.recorder.tool_invocation(
-                tool_call_id=call.id,
-                tool_name=call.name,
-                request=entry.args,
-                status=entry.result.status,
-                output_preview=entry.result.preview,
-                output_length=len(entry.result.output_text()),
-                duration_ms=entry.duration_ms,
-                error_message=entry.result.error,
-                retrieval=entry.result.retrieval,
-            )
+            entry = await run_tool(self.ctx, call.id, call.name, call.arguments)
             yield StatusEvent(code="DIAGNOSIS_RUNNING", detail=f"tool {call.name} finished: {entry.result.status}")
             messages.append(_tool_message(call, entry.result.status, entry.result.output))
 
