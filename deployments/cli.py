@@ -303,12 +303,13 @@ def _cmd_eval_rca(args: argparse.Namespace) -> int:
         diagnose = None
     else:
         diagnose, model = _eval_app(cfg, args.address, args.app)
+    provenance = stamp()  # the code the run starts with (files may change during a long run)
     try:
         result = asyncio.run(evaluate(dataset, diagnose, args.delay_min, args.limit, args.concurrency))
     except FileNotFoundError as err:
         print(f"raydiag: {err}", file=sys.stderr)
         return 2
-    result.update({"model": model, "dataset": str(dataset), **stamp()})
+    result.update({"model": model, "dataset": str(dataset), **provenance})
     print(format_table(result))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
