@@ -188,7 +188,7 @@ async def verify(
     """``draft``: a constructed answer's kept claims, checked in the compact form; without it the model
     reads the seed's verifier_input and answers the seed's verifier_output. With ``verifier_rules`` a
     constructed draft's claims are first checked by rule (harness/stages/support_check.py); the model
-    is asked only when some claim has nothing the rule can check, and the rule's findings stand."""
+    is asked only about the claims with nothing the rule can check, and the rule's findings stand."""
     decided: dict[str, bool | None] = {}
     if draft is not None and ctx.settings.verifier_rules:
         decided = rule_verdicts(draft, candidate_components(ctx.boundary.ledger))
@@ -196,10 +196,11 @@ async def verify(
             ctx.recorder.timeline("SEMANTIC", "SEMANTIC_GUARD_ATTEMPT", None, round=round_no, checker="rules")
             return _decided(ctx, round_no, expand(_rule_answer(draft, decided), draft, payload.tool_trace_summary))
     if draft is not None:
-        schema = compact_schema(draft)
+        pending = draft.model_copy(update={"claims": [c for c in draft.claims if decided.get(c.claim_id) is None]})
+        schema = compact_schema(pending)
         messages = [
             Message("system", prompt("verifier", ctx.lang)),
-            Message("user", compact_message(ctx.question, draft)),
+            Message("user", compact_message(ctx.question, pending)),
         ]
     else:
         # The raw answer duplicates the parsed one when parsing succeeded; send it only when it did not.
@@ -257,6 +258,12 @@ def _with_rules(data: dict[str, Any], draft: ExecutorEvidence, decided: dict[str
     by_claim = {c.claim_id: c for c in draft.claims}
     facts = [f for f in data.get("facts") or [] if decided.get(str(f.get("claim"))) is None]
     facts += [_rule_fact(by_claim[cid], ok) for cid, ok in decided.items() if ok is not None]
+    if any(decided.values()):
+        judged = {str(f.get("claim")) for f in facts}
+        facts += [_rule_fact(c, False) for c in draft.claims if c.claim_id not in judged]  # unjudged: unverified
+        # The model judged only the claims the rule could not; what the rule verified stands, and the
+        # model's no_evidence on the others drops just those from the report.
+        return {**data, "facts": facts, "verdict": "PASS"}
     return {**data, "facts": facts}
 
 

@@ -40,9 +40,9 @@ class Analyst:
     """A scripted model that answers what the run shows: it cites the first span, names the first
     component, and the verifier answers with the verdicts it is given (one per round)."""
 
-    def __init__(self, verdicts: list[str], text: str = "{component} deviates first in the ranking") -> None:
+    def __init__(self, verdicts: list[str], *texts: str) -> None:
         self.verdicts = list(verdicts)
-        self.text = text
+        self.texts = list(texts) or ["{component} deviates first in the ranking"]
         self.requests: list[ModelRequest] = []
 
     def __call__(self, request: ModelRequest) -> ModelResponse:
@@ -55,11 +55,8 @@ class Analyst:
             component = _components(request)[0]
             answer = {
                 "claims": [
-                    {
-                        "type": "root_cause",
-                        "text": self.text.format(component=component),
-                        "evidence": [_aliases(request)[0]],
-                    }
+                    {"type": "root_cause", "text": text.format(component=component), "evidence": [_aliases(request)[0]]}
+                    for text in self.texts
                 ],
                 "root_causes": [{"component": component, "category": "cpu", "confidence": "high", "claims": [1]}],
                 "summary": f"{component} is the likely root cause.",
@@ -70,7 +67,8 @@ class Analyst:
         if "facts" in props:
             verdict = self.verdicts.pop(0)
             support = "direct_evidence" if verdict == "PASS" else "no_evidence"
-            facts = [{"claim": "claim-1", "verification": support, "critical": True}]
+            claim = props["facts"]["items"]["properties"]["claim"]["enum"][0]
+            facts = [{"claim": claim, "verification": support, "critical": True}]
             body = {"facts": facts, "verdict": verdict, "groundedness_score": 0.9, "rationale": "checked"}
             return ModelResponse(json.dumps(body), usage=usage)
         raise AssertionError(f"unexpected call for stage {request.stage}")
@@ -134,7 +132,7 @@ async def test_a_retry_keeps_the_evidence_and_asks_again(nezha_day: Path) -> Non
 
 async def test_a_claim_naming_what_its_evidence_does_not_is_not_released(nezha_day: Path) -> None:
     """The excerpts are copied, but the text is the model's: a number no cited span holds fails the rule."""
-    model, sink = Analyst([], text="{component} CPU rose to 97.5 percent"), ListSink()
+    model, sink = Analyst([], "{component} CPU rose to 97.5 percent"), ListSink()
     pipeline = _pipeline(model, sink)
     events = [e async for e in pipeline.run(ChatRequest(Id="g4", Question=QUESTION), None, _options(nezha_day))]
     content = next(e for e in events if isinstance(e, ContentEvent))
@@ -147,12 +145,31 @@ async def test_a_claim_naming_what_its_evidence_does_not_is_not_released(nezha_d
 
 
 async def test_a_claim_with_nothing_to_check_goes_to_the_verifier_model(nezha_day: Path) -> None:
-    model, sink = Analyst(["PASS"], text="the first ranked service looks like the cause"), ListSink()
+    model, sink = Analyst(["PASS"], "the first ranked service looks like the cause"), ListSink()
     events = [
         e async for e in _pipeline(model, sink).run(ChatRequest(Id="g5", Question=QUESTION), None, _options(nezha_day))
     ]
     assert next(e for e in events if isinstance(e, ContentEvent)).content_type == "DIAGNOSIS_REPORT"
     assert [r.stage for r in model.requests][-1] == "verifier"
+
+
+async def test_the_verifier_model_judges_only_what_the_rule_could_not(nezha_day: Path) -> None:
+    """One claim the rule verifies, one it cannot check: the model sees only the second; its REJECT
+    drops that claim and leaves the verified one standing."""
+    model, sink = (
+        Analyst(["REJECT"], "{component} deviates first in the ranking", "this looks like the cause"),
+        ListSink(),
+    )
+    events = [
+        e async for e in _pipeline(model, sink).run(ChatRequest(Id="g6", Question=QUESTION), None, _options(nezha_day))
+    ]
+    content = next(e for e in events if isinstance(e, ContentEvent))
+    assert content.content_type == "DIAGNOSIS_REPORT"
+    verifier = next(r for r in model.requests if r.stage == "verifier")
+    assert "this looks like the cause" in verifier.messages[-1].content
+    assert "deviates first" not in verifier.messages[-1].content
+    released = json.dumps(event_data(content), ensure_ascii=False)
+    assert "deviates first in the ranking" in released and "this looks like the cause" not in released
 
 
 async def test_a_greeting_is_chat_without_the_router_model() -> None:
