@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.contracts import ChatRequest, SseEvent
 from harness.pipeline import DiagnosisPipeline
+from harness.scope import RunOptions
 
 
 class SlowPipeline(DiagnosisPipeline):
@@ -22,8 +23,10 @@ class SlowPipeline(DiagnosisPipeline):
         kwargs["model"] = None
         super().__init__(*args, **kwargs)
 
-    async def run(self, request: ChatRequest, tenant_id: str | None = None) -> AsyncGenerator[SseEvent, None]:
-        async for event in super().run(request, tenant_id):
+    async def run(
+        self, request: ChatRequest, tenant_id: str | None = None, options: RunOptions | None = None
+    ) -> AsyncGenerator[SseEvent, None]:
+        async for event in super().run(request, tenant_id, options):
             if event.event != "metadata":
                 await asyncio.sleep(self.delay_s)
             yield event

@@ -17,7 +17,9 @@ T0 = 1661145489.0  # 2022-08-22 05:18:09, the currencyservice cpu_contention fau
 QUESTION = "Users of OnlineBoutique see errors or slow responses since 05:18 UTC on 2022-08-22. Find the root cause."
 
 
-async def test_an_internal_run_is_an_audited_run(scripted_app: dict[str, str], nezha_day: Path) -> None:
+async def test_an_internal_run_is_an_audited_run(
+    serve_app: dict[str, str], scripted_app: dict[str, str], nezha_day: Path
+) -> None:
     from ray import serve
 
     handle = serve.get_deployment_handle("ingress-scripted", "scripted")
@@ -32,13 +34,15 @@ async def test_an_internal_run_is_an_audited_run(scripted_app: dict[str, str], n
     run_id = next(e["run_id"] for e in events if e["event"] == "metadata")
     assert result["totals"]["status"] == "SUCCEEDED" and result["totals"]["total_token_count"] is not None
 
+    # An internal run belongs to no tenant: the app without API keys (same audit trail) replays it.
+    async with httpx.AsyncClient(base_url=serve_app["base"], timeout=60) as client:
+        trace = (await client.get("/api/diagnosis/internal-1/trace", params={"runId": run_id})).json()
+    started = next(e for e in trace["timeline"] if e["event_type"] == "RUN_STARTED")
+    assert started["details"]["as_of"] == "2022-08-22T05:23:09Z" and started["details"]["origin"] == "eval"
+    assert trace["toolInvocations"][0]["tool_name"] == "rank_anomalies"
+
     headers = {"Authorization": f"Bearer {scripted_app['key']}"}
     async with httpx.AsyncClient(base_url=scripted_app["base"], headers=headers, timeout=60) as client:
-        trace = (await client.get("/api/diagnosis/internal-1/trace", params={"runId": run_id})).json()
-        started = next(e for e in trace["timeline"] if e["event_type"] == "RUN_STARTED")
-        assert started["details"]["as_of"] == "2022-08-22T05:23:09Z" and started["details"]["origin"] == "eval"
-        tools = [t["tool_name"] for t in trace["toolInvocations"]]
-        assert tools[0] == "rank_anomalies"
         # A caller cannot set the clock or the dataset over HTTP.
         body = {"Id": "internal-2", "Question": QUESTION, "as_of": T0, "telemetry": {"nezha_days": ["/"]}}
         refused = await client.post("/api/chat", json=body)
