@@ -13,9 +13,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from deployments.config import LLMSettings  # noqa: E402
-from deployments.llm import cpu_engine_env  # noqa: E402
-from deployments.provenance import ROOT, stamp  # noqa: E402
+from deployments.config import LLMSettings
+from deployments.llm import cpu_engine_env
+from deployments.provenance import ROOT, stamp
 
 MODEL = ROOT / "var" / "models" / "qwen2.5-coder-0.5b-instruct"
 
@@ -43,7 +43,7 @@ def measure(dtype: str) -> dict[str, float]:
 
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--one":
-        print(json.dumps(measure(sys.argv[2])))
+        print("RESULT " + json.dumps(measure(sys.argv[2])), flush=True)
         return
     env = {**__import__("os").environ, **cpu_engine_env(LLMSettings(cpu_threads_bind="all"))}
     results = {}
@@ -51,7 +51,8 @@ def main() -> None:
         done = subprocess.run(
             [sys.executable, __file__, "--one", dtype], env=env, capture_output=True, text=True, check=True
         )
-        results[dtype] = json.loads(done.stdout.strip().splitlines()[-1])
+        line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
+        results[dtype] = json.loads(line.removeprefix("RESULT "))
         print(dtype, results[dtype], flush=True)
     out = {"model": MODEL.name, "threads_bind": env["VLLM_CPU_OMP_THREADS_BIND"], "results": results, **stamp()}
     path = ROOT / "benchmarks" / "results" / "cpu_engine.json"

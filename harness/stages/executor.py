@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.contracts import ExecutorEvidence, ExecutorOutputParseStatus, PlannerPlan, RetryContext, StatusEvent
-from harness.evidence_catalog import build_catalog, candidate_components
+from harness.evidence_catalog import Span, build_catalog, candidate_components
 from harness.model import Message, ModelResponse, ToolCall
 from harness.playbook import run_playbook
 from harness.prompts import render
@@ -116,6 +116,22 @@ def _record_step(
     )
 
 
+def _evidence_prompt(ctx: RunContext) -> tuple[list[Span], list[str], str]:
+    """The run's citable spans, the services its tools saw, and the user message that shows both."""
+    spans = build_catalog(ctx.boundary.ledger, ctx.settings.max_evidence_spans)
+    components = candidate_components(ctx.boundary.ledger)
+    return spans, components, f"{ctx.question}\n\n{evidence_text(spans, components, ctx.lang)}"
+
+
+async def _agent_call(ctx: RunContext, messages: list[Message], **kwargs: Any) -> tuple[int, ModelResponse, int]:
+    """One executor model call as a new agent step: (step index, response, duration ms)."""
+    step = ctx.recorder.begin_step()
+    response, ms = await call_model(
+        ctx, phase="AGENT", component="DIAGNOSIS_AGENT", stage="executor", messages=messages, **kwargs
+    )
+    return step, response, ms
+
+
 async def execute(
     ctx: RunContext,
     planner_plan: PlannerPlan,
@@ -136,20 +152,11 @@ async def _grounded(
     plan_text = json.dumps(planner_plan.model_dump(), ensure_ascii=False)
     calls = _Calls(ctx)
     for _ in range(ctx.settings.max_tool_steps - 1):
-        spans = build_catalog(ctx.boundary.ledger, ctx.settings.max_evidence_spans)
+        _, _, user = _evidence_prompt(ctx)
         system = render("executor", ctx.lang, plan=plan_text, retry=retry_text(retry, ctx.lang))
-        user = f"{ctx.question}\n\n{evidence_text(spans, candidate_components(ctx.boundary.ledger), ctx.lang)}"
         messages = [Message("system", system), *history_messages(ctx), Message("user", user)]
-        step = ctx.recorder.begin_step()
-        response, ms = await call_model(
-            ctx,
-            phase="AGENT",
-            component="DIAGNOSIS_AGENT",
-            stage="executor",
-            messages=messages,
-            tools=ctx.boundary.schemas(),
-            json_schema=DONE_SCHEMA,
-            budget="executor_tools",
+        step, response, ms = await _agent_call(
+            ctx, messages, tools=ctx.boundary.schemas(), json_schema=DONE_SCHEMA, budget="executor_tools"
         )
         round_calls = _unique_ids(response.tool_calls, set(ctx.boundary.ledger), ctx.recorder.run_id)
         _record_step(ctx, step, messages, round_calls, response, ms)
@@ -159,24 +166,15 @@ async def _grounded(
             yield event
         if calls.fresh == 0:
             break  # only repeats: the evidence is in
-    spans = build_catalog(ctx.boundary.ledger, ctx.settings.max_evidence_spans)
+    spans, components, user = _evidence_prompt(ctx)
     if not spans:
         status = ExecutorOutputParseStatus(status="missing", detail="no tool returned citable evidence")
         yield ExecutorOutcome("", None, status)
         return
-    components = candidate_components(ctx.boundary.ledger)
     system = render("answer", ctx.lang, retry=retry_text(retry, ctx.lang))
-    user = f"{ctx.question}\n\n{evidence_text(spans, components, ctx.lang)}"
     messages = [Message("system", system), Message("user", user)]
-    step = ctx.recorder.begin_step()
-    response, ms = await call_model(
-        ctx,
-        phase="AGENT",
-        component="DIAGNOSIS_AGENT",
-        stage="executor",
-        messages=messages,
-        json_schema=answer_schema(spans, components),
-        budget="executor_answer",
+    step, response, ms = await _agent_call(
+        ctx, messages, json_schema=answer_schema(spans, components), budget="executor_answer"
     )
     _record_step(ctx, step, messages, [], response, ms)
     try:
@@ -215,15 +213,11 @@ async def _model_written(
     force_answer = False
     for round_no in range(ctx.settings.max_tool_steps):
         last_round = force_answer or round_no == ctx.settings.max_tool_steps - 1
-        step = ctx.recorder.begin_step()
-        response, ms = await call_model(
+        step, response, ms = await _agent_call(
             ctx,
-            phase="AGENT",
-            component="DIAGNOSIS_AGENT",
-            stage="executor",
-            messages=messages,
-            tools=[] if last_round else tools,  # the last round must answer
-            json_schema=EXECUTOR_SCHEMA,
+            messages,
+            tools=[] if last_round else tools,
+            json_schema=EXECUTOR_SCHEMA,  # the last round must answer
         )
         round_calls = (
             [] if last_round else _unique_ids(response.tool_calls, set(ctx.boundary.ledger), ctx.recorder.run_id)

@@ -12,6 +12,7 @@ citable fact is an ``evidence`` block with a stable key:
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 from harness.tools.base import ToolResult
@@ -94,17 +95,23 @@ def _error(message: str) -> ToolResult:
     return ToolResult("error", {"error": message}, preview=message[:120], error=message)
 
 
-async def _guarded(coro: Any) -> ToolResult:
-    try:
-        result: ToolResult = await coro
-        return result
-    except TimeSpecError as err:
-        return _error(str(err))
-    except PrometheusError as err:
-        return _error(str(err))
+class _TelemetryTool(ABC):
+    """A tool over the run's telemetry view; a bad time or an unreachable Prometheus is an error value."""
+
+    def __init__(self, view: TelemetryView) -> None:
+        self.view = view
+
+    async def run(self, args: dict[str, Any], call_id: str = "") -> ToolResult:
+        try:
+            return await self._run(args)
+        except (TimeSpecError, PrometheusError) as err:
+            return _error(str(err))
+
+    @abstractmethod
+    async def _run(self, args: dict[str, Any]) -> ToolResult: ...
 
 
-class RankAnomaliesTool:
+class RankAnomaliesTool(_TelemetryTool):
     name = "rank_anomalies"
     description = (
         "Rank services by how far their metrics in the window deviate from their own baseline (robust deviation), "
@@ -116,12 +123,6 @@ class RankAnomaliesTool:
         "properties": {**_WINDOW_PROPS, "baseline": {"type": "string", "description": "baseline length, e.g. 30m"}},
         "additionalProperties": False,
     }
-
-    def __init__(self, view: TelemetryView) -> None:
-        self.view = view
-
-    async def run(self, args: dict[str, Any], call_id: str = "") -> ToolResult:
-        return await _guarded(self._run(args))
 
     async def _run(self, args: dict[str, Any]) -> ToolResult:
         window = self.view.window(args)
@@ -181,7 +182,7 @@ class RankAnomaliesTool:
         return f"{a.service} ranks {n} of {total}{weak}: {signals}. Suspected {a.category}: {a.category_reason}{blame}."
 
 
-class QueryMetricsTool:
+class QueryMetricsTool(_TelemetryTool):
     name = "query_metrics"
     description = (
         "A service's metrics in the window against its baseline: per signal the baseline median and MAD, the window's "
@@ -197,12 +198,6 @@ class QueryMetricsTool:
         "required": ["service"],
         "additionalProperties": False,
     }
-
-    def __init__(self, view: TelemetryView) -> None:
-        self.view = view
-
-    async def run(self, args: dict[str, Any], call_id: str = "") -> ToolResult:
-        return await _guarded(self._run(args))
 
     async def _run(self, args: dict[str, Any]) -> ToolResult:
         backend = self.view.backend
@@ -256,7 +251,7 @@ class QueryMetricsTool:
         return ToolResult("success", out, preview=f"{service}: {top.signal} {top.score:.0f}x")
 
 
-class QueryLogsTool:
+class QueryLogsTool(_TelemetryTool):
     name = "query_logs"
     description = (
         "A service's logs in the window: matching lines (newest last) and the log templates mined from them, each "
@@ -273,12 +268,6 @@ class QueryLogsTool:
         "required": ["service"],
         "additionalProperties": False,
     }
-
-    def __init__(self, view: TelemetryView) -> None:
-        self.view = view
-
-    async def run(self, args: dict[str, Any], call_id: str = "") -> ToolResult:
-        return await _guarded(self._run(args))
 
     async def _run(self, args: dict[str, Any]) -> ToolResult:
         backend = self.view.backend
@@ -362,7 +351,7 @@ class QueryLogsTool:
         return ToolResult("success", out, preview=f"{service}: {len(lines)} lines, {len(templates)} templates")
 
 
-class ServiceDependenciesTool:
+class ServiceDependenciesTool(_TelemetryTool):
     name = "service_dependencies"
     description = "Who calls whom: a service's callers and callees, or the whole call graph without 'service'."
     parameters: dict[str, Any] = {
@@ -370,12 +359,6 @@ class ServiceDependenciesTool:
         "properties": {"service": {"type": "string", "description": "service name; omit for the whole graph"}},
         "additionalProperties": False,
     }
-
-    def __init__(self, view: TelemetryView) -> None:
-        self.view = view
-
-    async def run(self, args: dict[str, Any], call_id: str = "") -> ToolResult:
-        return await _guarded(self._run(args))
 
     async def _run(self, args: dict[str, Any]) -> ToolResult:
         edges = await self.view.backend.edges()
