@@ -158,8 +158,8 @@ def _cmd_models_pull(args: argparse.Namespace) -> int:
     from deployments.model_pull import ModelPullError, pull
 
     cfg = load_config(args.config)
-    if args.name is None and cfg.llm.backend == "none":
-        print("llm.backend is 'none': no model to pull")
+    if args.name is None and cfg.llm.backend in ("none", "openai", "scripted"):
+        print(f"llm.backend is '{cfg.llm.backend}': no model to pull")
         return 0
     name = args.name or cfg.llm.model
     try:
@@ -346,7 +346,7 @@ def _eval_app(cfg: Any, address: str | None, app: str) -> tuple[Any, str]:
         result: dict[str, Any] = await handle.diagnose_internal.remote(session, question, options)
         return result
 
-    model = cfg.llm.model if cfg.llm.backend == "vllm" else cfg.llm.backend
+    model = cfg.llm.model if cfg.llm.backend in ("vllm", "openai") else cfg.llm.backend
     return diagnose, model
 
 

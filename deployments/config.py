@@ -154,10 +154,21 @@ class EmbedderDeploymentSettings(_Section):
 
 
 class LLMSettings(_Section):
-    backend: Literal["none", "vllm", "scripted"] = Field(
+    backend: Literal["none", "vllm", "openai", "scripted"] = Field(
         default="none",
-        description="'vllm' serves the model below; 'scripted' is a deterministic zero-latency model for load "
+        description="'vllm' serves the model below; 'openai' calls an OpenAI-compatible endpoint (base_url; "
+        "the key from RAYDIAG_LLM_API_KEY); 'scripted' is a deterministic zero-latency model for load "
         "tests and demos (harness/rules_model.py); 'none' runs without a model (skeleton answers).",
+    )
+    base_url: str | None = Field(
+        default=None,
+        description="backend 'openai': the endpoint's API root, e.g. http://vllm.internal:8000/v1 or "
+        "https://api.deepseek.com/v1. The API key is read from RAYDIAG_LLM_API_KEY, never from this file.",
+    )
+    structured_output: Literal["json_schema", "prompt"] = Field(
+        default="json_schema",
+        description="backend 'openai': 'json_schema' sends each stage's schema as response_format (vLLM, "
+        "OpenAI); 'prompt' puts it in the system prompt for servers that cannot constrain decoding.",
     )
     model: str = Field(
         default="qwen2.5-coder-0.5b-instruct",
@@ -185,6 +196,15 @@ class LLMSettings(_Section):
     num_gpus: float = Field(default=0.0, ge=0, description="GPUs reserved per engine replica.")
     max_ongoing_requests: int = Field(default=64, gt=0, description="Concurrent requests per replica.")
     request_timeout_s: float = Field(default=120.0, gt=0, description="Longest a single generation may take.")
+
+    @model_validator(mode="after")
+    def _endpoint(self) -> LLMSettings:
+        if self.backend == "openai":
+            if not self.base_url or not self.base_url.startswith(("http://", "https://")):
+                raise ValueError("llm.backend 'openai' needs llm.base_url, an http(s) URL of the API root")
+            if "@" in self.base_url.split("//", 1)[1].split("/", 1)[0]:
+                raise ValueError("llm.base_url must not carry credentials; set RAYDIAG_LLM_API_KEY")
+        return self
 
     def model_path(self) -> str:
         path = Path(self.model)

@@ -21,6 +21,7 @@ from deployments.http_api import create_api, error
 from deployments.limits import RunLimiter
 from deployments.llm_client import LLMHandleModel
 from deployments.openai_api import add_openai_routes
+from deployments.openai_client import OpenAIEndpointModel
 from deployments.stopping import DrainWatch
 from harness.contracts import ChatRequest, SseEvent, event_data
 from harness.model import ChatModel
@@ -44,6 +45,10 @@ def _import(path: str) -> Any:
 def _model(cfg: AppConfig, llm: DeploymentHandle | None) -> ChatModel | None:
     if cfg.llm.backend == "scripted":
         return RulesModel()  # the zero-latency profile for load tests and demos (harness/rules_model.py)
+    if cfg.llm.backend == "openai" and cfg.llm.base_url:
+        return OpenAIEndpointModel(
+            cfg.llm.base_url, cfg.llm.model, cfg.llm.structured_output, cfg.llm.request_timeout_s
+        )
     return LLMHandleModel(llm) if llm is not None else None
 
 
