@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -120,23 +121,31 @@ class OutputReader:
         from harness.wiring import service_clock, tool_factory
 
         cfg = resolve_paths(load_config(config), ROOT)
-        clock = service_clock(cfg.telemetry)
-        factory = tool_factory(cfg.telemetry, load_skills(ROOT / "knowledge" / "skills"), None)
-        self.tools = {t.name: t for t in factory(RunScope(as_of=clock(), incident_start=None, telemetry=None))}
+        self.clock = service_clock(cfg.telemetry)
+        self.factory = tool_factory(cfg.telemetry, load_skills(ROOT / "knowledge" / "skills"), None)
+        self.scope = RunScope
         self.runbooks = norm(" ".join(p.read_text(encoding="utf-8") for p in sorted(RUNBOOKS.rglob("*.md"))))
         self.cache: dict[str, str] = {}
 
-    async def output(self, tool_name: str, params: dict[str, Any]) -> str | None:
+    async def output(self, tool_name: str, params: dict[str, Any], started: dict[str, Any]) -> str | None:
+        """``started``: the run's RUN_STARTED details (its clock and the incident start it read from
+        the question), so the tools see the window the run saw."""
         if tool_name == "lookup_knowledge":
             return self.runbooks
-        tool = self.tools.get(tool_name)
+        as_of = _epoch(started.get("as_of")) or self.clock()
+        scope = self.scope(as_of=as_of, incident_start=_epoch(started.get("incident_start")), telemetry=None)
+        tool = next((t for t in self.factory(scope) if t.name == tool_name), None)
         if tool is None:
             return None
-        key = tool_name + json.dumps(params, sort_keys=True)
+        key = tool_name + json.dumps([params, started.get("as_of"), started.get("incident_start")], sort_keys=True)
         if key not in self.cache:
             result = await tool.run(params)
             self.cache[key] = norm(" ".join(_strings(result.output))) if result.status == "success" else ""
         return self.cache[key]
+
+
+def _epoch(iso: str | None) -> float | None:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() if iso else None
 
 
 def _strings(value: Any) -> list[str]:
@@ -158,13 +167,14 @@ def _excerpt_in(excerpt: str, output: str) -> bool:
 async def grounded(payload: dict[str, Any], trace: dict[str, Any], reader: OutputReader) -> tuple[int, int]:
     """(references bound to a real call with the excerpt in its output, references)."""
     calls = {str(t["tool_call_id"]): t for t in trace.get("toolInvocations") or []}
+    started = next((e["details"] or {} for e in trace.get("timeline") or [] if e["event_type"] == "RUN_STARTED"), {})
     ok = 0
     refs = payload.get("references") or []
     for ref in refs:
         call = calls.get(str(ref.get("tool_call_id")))
         if call is None or not call.get("success"):
             continue
-        output = await reader.output(call["tool_name"], call.get("input_params") or {})
+        output = await reader.output(call["tool_name"], call.get("input_params") or {}, started)
         if output is not None and _excerpt_in(ref.get("excerpt") or "", output):
             ok += 1
     return ok, len(refs)
