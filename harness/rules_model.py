@@ -154,7 +154,9 @@ class RulesModel:
         claims: list[dict[str, Any]] = []
         for alias, tool, body in spans[:3]:
             kind = "root_cause" if not claims and tool == "rank_anomalies" else "symptom"
-            claims.append({"type": kind, "text": body[:200].rstrip(), "evidence": [alias]})
+            # Cut at a word: a number cut in half is a number the evidence does not say.
+            cut = body if len(body) <= 200 else body[:200].rsplit(" ", 1)[0]
+            claims.append({"type": kind, "text": cut.rstrip(" ,;"), "evidence": [alias]})
         if not claims:
             return self._json(
                 {"claims": [], "root_causes": [], "summary": "No evidence.", "actions": [], "missing_info": []}

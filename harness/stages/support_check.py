@@ -2,7 +2,11 @@
 
 With grounding by construction the excerpts are real by construction; what a model can still get
 wrong is the claim's *text* (another service's numbers, a signal the evidence does not mention). The
-check is on key terms: the services, signals and numbers the claim names, and anything it quotes.
+check is on key terms: the services, signals and numbers the claim names, other identifiers (an
+alert, exception or metric name: ``KafkaConsumersGroupLag``, ``OutOfMemoryError``, ``pool_size``)
+and anything it quotes. A small model restates the question as a claim ("KafkaConsumersGroupLag is
+firing"), citing whatever it was shown: the alert name it repeats is in no excerpt, so the rule catches
+it (measured: benchmarks/results/diagnosis_quality.json).
 A claim all of whose key terms occur in its cited excerpts is supported; one naming a term that none
 of them contains is not; a claim with no checkable term is left to the verifier model. A small model
 on a CPU judged every claim of a correct draft "no_evidence" (0.5B, measured), and the check costs
@@ -18,6 +22,12 @@ from telemetry.signals import SIGNALS
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
 _QUOTED = re.compile(r"[\"'“‘]([^\"'”’]{4,80})[\"'”’]")
+# CamelCase (HikariCP, OutOfMemoryError, SQLException, maxPoolSize) and snake/kebab identifiers
+# (pool_size, orders-consumer): names a claim may only use when its evidence does.
+_IDENTIFIER = re.compile(
+    r"(?<![\w-])(?:[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[A-Z]{2,}[a-z][A-Za-z0-9]*|[a-z]+[A-Z][A-Za-z0-9]*"
+    r"|[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+)(?![\w-])"
+)
 _SPACE = re.compile(r"\s+")
 
 
@@ -33,21 +43,35 @@ def _number_forms(token: str) -> list[str]:
     return forms
 
 
-def key_terms(text: str, components: list[str]) -> list[list[str]]:
-    """Each key term as its accepted spellings (any one must occur in the evidence)."""
+def _any_of(spellings: set[str] | list[str]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(s) for s in sorted(spellings)))
+
+
+def key_terms(text: str, components: list[str]) -> list[re.Pattern[str]]:
+    """Each key term as a pattern of its accepted spellings (one must occur in the evidence)."""
     low = _norm(text)
-    terms: list[list[str]] = []
+    named: set[str] = set()
+    terms: list[re.Pattern[str]] = []
     for name in sorted(set(components), key=len, reverse=True):
         if name and name.lower() in low:
-            terms.append([name.lower()])
+            named.add(name.lower())
+            terms.append(_any_of([name.lower()]))
     for signal in SIGNALS:
         spellings = {signal, signal.replace("_", " ")}
         if any(re.search(rf"(?<![a-z_]){re.escape(s)}(?![a-z_])", low) for s in spellings):
-            terms.append(sorted(spellings))
+            named.add(signal)
+            terms.append(_any_of(spellings))
+    for token in _IDENTIFIER.findall(text):
+        word = token.lower()
+        if not any(word in name or name in word for name in named):  # a service or signal already counted
+            named.add(word)
+            terms.append(_any_of({word, word.replace("_", " "), word.replace("-", " ")}))
     for token in _NUMBER.findall(low):
         if len(token.replace(".", "")) >= 2:  # single digits ("1 of 10", "p9") say too little to check
-            terms.append(_number_forms(token))
-    terms += [[_norm(q)] for q in _QUOTED.findall(text)]
+            # As a number, not inside another: "20" is not in "2026-11-30".
+            forms = "|".join(re.escape(f) for f in _number_forms(token))
+            terms.append(re.compile(rf"(?<![\d.])(?:{forms})(?![\d])"))
+    terms += [_any_of([_norm(q)]) for q in _QUOTED.findall(text)]
     return terms
 
 
@@ -57,7 +81,7 @@ def claim_support(claim: Claim, components: list[str]) -> bool | None:
     if not terms:
         return None
     cited = _norm(" ".join(b.evidence_excerpt for b in claim.evidence_bindings))
-    return all(any(form in cited for form in forms) for forms in terms)
+    return all(term.search(cited) for term in terms)
 
 
 def rule_verdicts(draft: ExecutorEvidence, components: list[str]) -> dict[str, bool | None]:

@@ -49,3 +49,21 @@ def test_nothing_to_check_is_left_to_the_model() -> None:
 def test_number_spellings() -> None:
     claim = _claim("frontend error rate 0.50", excerpt="frontend error_rate 0.5 -> 12.5 %")
     assert claim_support(claim, COMPONENTS) is True
+
+
+def test_identifiers_the_evidence_lacks_fail_the_claim() -> None:
+    # A claim that restates the question's alert name cites evidence about something else.
+    restated = _claim("KafkaConsumersGroupLag is firing: the orders consumer group lag keeps growing for 20 minutes.")
+    assert claim_support(restated, COMPONENTS) is False
+    assert claim_support(_claim("cartservice throws OutOfMemoryError"), COMPONENTS) is False
+    assert claim_support(_claim("frontend pool_size is too small"), COMPONENTS) is False
+    named = "cartservice raised OutOfMemoryError; pool_size 10 of 10 in use"
+    assert claim_support(_claim("cartservice raised OutOfMemoryError", excerpt=named), COMPONENTS) is True
+    assert claim_support(_claim("pool size exhausted on cartservice", excerpt=named), COMPONENTS) is True
+
+
+def test_a_number_must_occur_as_a_number() -> None:
+    # "20" occurs only inside the excerpt's year and "25" inside "0.2569": neither as a number of its own.
+    assert claim_support(_claim("cartservice latency grew for 20 minutes"), COMPONENTS) is False
+    assert claim_support(_claim("cartservice latency rose 25 times"), COMPONENTS) is False
+    assert claim_support(_claim("cartservice latency rose 47x"), COMPONENTS) is True

