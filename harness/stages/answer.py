@@ -23,6 +23,7 @@ from harness.contracts import (
     RootCause,
 )
 from harness.evidence_catalog import Span
+from harness.stages.support_check import completing_spans
 
 ANSWER_VERSION = "executor_answer_v1"
 MAX_CLAIMS = 3
@@ -118,8 +119,9 @@ class AnswerError(ValueError):
     """An answer that does not fit the run's schema (an engine that ignored the schema)."""
 
 
-def to_evidence(data: dict[str, Any], spans: list[Span]) -> ExecutorEvidence:
-    """The seed's executor_evidence_v1 from a grounded answer; bindings are copied from the cited spans."""
+def to_evidence(data: dict[str, Any], spans: list[Span], components: list[str] | None = None) -> ExecutorEvidence:
+    """The seed's executor_evidence_v1 from a grounded answer; bindings are copied from the cited spans,
+    plus the spans that carry what a claim names and its citations miss (``completing_spans``)."""
     by_alias = {s.alias: s for s in spans}
     claims: list[Claim] = []
     numbers: dict[int, str] = {}  # the answer's claim number -> the claim id it became
@@ -129,13 +131,16 @@ def to_evidence(data: dict[str, Any], spans: list[Span]) -> ExecutorEvidence:
         cited = [by_alias[a] for a in dict.fromkeys(raw.get("evidence") or []) if a in by_alias]
         if not cited:
             continue  # cites nothing of this run (an engine that ignored the schema): not a finding
+        text = str(raw.get("text", "")).strip()[:200]
+        if components is not None:
+            cited += completing_spans(text, cited, spans, components)
         ctype = str(raw.get("type", "observation"))
         numbers[n] = f"claim-{len(claims) + 1}"
         claims.append(
             Claim(
                 claim_id=numbers[n],
                 claim_type=ctype if ctype in CLAIM_TYPES else "observation",
-                claim_text=str(raw.get("text", "")).strip()[:200],
+                claim_text=text,
                 support_level="direct",
                 evidence_bindings=[
                     EvidenceBinding(

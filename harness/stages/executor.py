@@ -179,7 +179,7 @@ async def _grounded(
     _record_step(ctx, step, messages, [], response, ms)
     try:
         data = extract_json(response.text)
-        evidence = to_evidence(data, spans)
+        evidence = to_evidence(data, spans, components)
     except (AnswerError, ValueError, ValidationError) as err:  # an engine that ignored the schema
         detail = str(err).replace("\n", " ")[:300]
         status = ExecutorOutputParseStatus(status="malformed" if response.text.strip() else "missing", detail=detail)

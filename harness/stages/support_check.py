@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from harness.contracts import Claim, ExecutorEvidence
+from harness.evidence_catalog import Span
 from telemetry.signals import SIGNALS
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
@@ -82,6 +83,27 @@ def claim_support(claim: Claim, components: list[str]) -> bool | None:
         return None
     cited = _norm(" ".join(b.evidence_excerpt for b in claim.evidence_bindings))
     return all(term.search(cited) for term in terms)
+
+
+def completing_spans(
+    text: str, cited: list[Span], spans: list[Span], components: list[str], limit: int = 2
+) -> list[Span]:
+    """Spans of the run's evidence list that say what a claim names and its own citations do not.
+
+    A small model writes "pool pending 55 while active is 20" and cites only the span with 55: the
+    claim is true of the evidence it was shown, its citation is short. The system adds the span that
+    carries each missing term (at most ``limit``). A term that no span says (a restated alert name, a
+    number from nowhere) gets nothing, so the rule still fails the claim."""
+    cited_text = _norm(" ".join(s.text for s in cited))
+    added: list[Span] = []
+    for term in key_terms(text, components):
+        if term.search(cited_text) or any(term.search(_norm(s.text)) for s in added):
+            continue
+        span = next((s for s in spans if s not in cited and term.search(_norm(s.text))), None)
+        if span is None:
+            return []
+        added.append(span)
+    return added if len(added) <= limit else []
 
 
 def rule_verdicts(draft: ExecutorEvidence, components: list[str]) -> dict[str, bool | None]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.contracts import Claim, EvidenceBinding
-from harness.stages.support_check import claim_support, key_terms
+from harness.stages.support_check import claim_support, completing_spans, key_terms
 
 EXCERPT = (
     "cartservice ranks 1 of 10: call_latency (frontend->cartservice) 0.005447 s -> 0.2569 s, "
@@ -67,3 +67,17 @@ def test_a_number_must_occur_as_a_number() -> None:
     assert claim_support(_claim("cartservice latency grew for 20 minutes"), COMPONENTS) is False
     assert claim_support(_claim("cartservice latency rose 25 times"), COMPONENTS) is False
     assert claim_support(_claim("cartservice latency rose 47x"), COMPONENTS) is True
+
+
+def test_a_short_citation_is_completed_from_the_spans_the_model_was_shown() -> None:
+    from harness.evidence_catalog import Span
+
+    pending = Span("E1", "metric:cartservice:pending", "query_metrics", "c1", "cartservice pool_pending 0 -> 55")
+    active = Span("E2", "metric:cartservice:active", "query_metrics", "c1", "cartservice pool_active 6 -> 20")
+    other = Span("E3", "runbook#chunk-1", "lookup_knowledge", "c2", "Check the pool size first.")
+    spans = [pending, active, other]
+    claim = "cartservice pool_pending reached 55 while pool_active was 20"
+    assert completing_spans(claim, [pending], spans, COMPONENTS) == [active]
+    assert completing_spans("cartservice pool_pending reached 55", [pending], spans, COMPONENTS) == []
+    # A term that no span says gets no citation: the claim stays unsupported.
+    assert completing_spans("KafkaConsumersGroupLag on cartservice reached 55", [pending], spans, COMPONENTS) == []

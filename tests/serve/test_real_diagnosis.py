@@ -75,4 +75,6 @@ async def test_the_embedded_model_answers_with_a_grounded_report(embedded_app: s
         assert ref["excerpt"] and ref["excerpt"].strip()
     assert payload["root_causes"] and payload["root_causes"][0]["component"] == "payment-service", payload
     assert trace["run"]["status"] == "SUCCEEDED" and trace["summary"]["tokens_reconciled"]
-    assert trace["run"]["model_call_count"] >= 2  # a real model wrote it: planner or answer, and more
+    # The model wrote the grounded answer (routing, plan and evidence gathering were decided by rules).
+    assert trace["run"]["model_call_count"] >= 1
+    assert any(e["event_type"] == "MODEL_TOKEN_USAGE" for e in trace["timeline"])
