@@ -93,7 +93,8 @@ def by_rules(question: str) -> RuleDecision | None:
 
 
 class ExemplarRouter:
-    """Nearest intent by cosine similarity to the exemplars; undecided within ``MARGIN``."""
+    """Nearest intent by cosine similarity to the exemplars; a close call (within ``MARGIN``) is left to
+    the router model only when it leans to DIAGNOSIS."""
 
     def __init__(self, embed: Embed) -> None:
         self.embed = embed
@@ -114,9 +115,16 @@ class ExemplarRouter:
         q = q / max(float(np.linalg.norm(q)), 1e-9)
         scores = sorted(((float(np.max(v @ q)), intent) for intent, v in exemplars.items()), reverse=True)
         (best, intent), (second, _) = scores[0], scores[1]
-        if best - second < MARGIN:
-            return None
-        return RuleDecision(intent, "exemplars", f"nearest exemplars {intent} {best:.2f} vs {second:.2f}")
+        if best - second >= MARGIN:
+            return RuleDecision(intent, "exemplars", f"nearest exemplars {intent} {best:.2f} vs {second:.2f}")
+        if intent != "DIAGNOSIS":
+            # The keyword rule saw no incident vocabulary and the question is nearer chat than incidents:
+            # the diagnosis path needs a question that reads like one (CHITCHAT and OTHER both answer as
+            # chat). Only a close call that leans to DIAGNOSIS goes to the router model.
+            return RuleDecision(
+                intent, "exemplars", f"nearest exemplars {intent} {best:.2f} vs {second:.2f}, no incident vocabulary"
+            )
+        return None
 
 
 async def route_without_model(question: str, exemplars: ExemplarRouter | None) -> RuleDecision | None:
