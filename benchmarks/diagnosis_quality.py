@@ -20,6 +20,9 @@ named by ``--model``), or uses one already running (``--base-url``). Per model i
 Each model's entry records its commit and command; entries of other models in the results file stay.
 
     python benchmarks/diagnosis_quality.py [--model qwen2.5-coder-1.5b-instruct] [--ids q01,q02,c01]
+
+With ``--ids`` (a model too slow for the whole set on this machine) the entry also holds the other
+models' figures on the same questions, from their full runs' rows.
 """
 
 from __future__ import annotations
@@ -441,6 +444,14 @@ def main() -> None:
     }
     out = Path(args.out)
     whole = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+    if args.ids:
+        # A subset (a slower model): the other models' figures on the same questions, from their rows.
+        entry["subset_ids"] = [q["id"] for q in questions]
+        entry["others_on_same_questions"] = {
+            name: summarize([r for r in other["cases"] if r["id"] in entry["subset_ids"]], other["decode_tok_per_s"])
+            for name, other in (whole.get("models") or {}).items()
+            if name != model and "subset_ids" not in other
+        }
     whole["default_model"] = default_model
     whole.setdefault("models", {})[model] = entry
     out.write_text(json.dumps(whole, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
