@@ -93,7 +93,8 @@ typecheck: install
 
 bench: install prometheus mariadb
 	$(BIN)/raydiag --config $(CONFIG) models pull
-	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	@for b in $(filter-out benchmarks/render_readme.py,$(wildcard benchmarks/*.py)); do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	$(BIN)/python benchmarks/render_readme.py   # README tables from the new results
 
 # Root-cause accuracy of the service with the configured model on the 24 labelled Nezha faults
 # (about 25 minutes with the embedded model on two cores).
