@@ -89,13 +89,23 @@ def serve_app(model_dir: Path) -> Iterator[dict[str, str]]:
     ingest_in_subprocess(cfg.search.milvus_uri, REPO / "knowledge" / "runbooks", work)
     ray_env(cfg)
     # Ray's temp dir must be short (unix socket paths) and private to this session.
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        _temp_dir=str(work / "ray"),
-        _node_ip_address="127.0.0.1",
-        runtime_env={"env_vars": {"PYTHONPATH": str(REPO), "RAY_AUTH_MODE": "disabled"}},
-    )
+    for attempt in (1, 2):
+        try:
+            ray.init(
+                num_cpus=2,
+                include_dashboard=False,
+                _temp_dir=str(work / f"ray{attempt}"),
+                _node_ip_address="127.0.0.1",
+                runtime_env={"env_vars": {"PYTHONPATH": str(REPO), "RAY_AUTH_MODE": "disabled"}},
+            )
+            break
+        except Exception as err:
+            # Once in a while the raylet does not register with the GCS within Ray's 30 s on this
+            # 2-core machine ("The current node timed out during startup"; it left no raylet log).
+            # A second start in a fresh temp dir is what a user would do; any other error is raised.
+            if attempt == 2 or "timed out during startup" not in str(err):
+                raise
+            ray.shutdown()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     serve.run(build_app(cfg, pipeline_cls="tests.fakes.slow_pipeline:SlowPipeline"), name="raydiag", route_prefix="/")
     base = f"http://127.0.0.1:{port}"
