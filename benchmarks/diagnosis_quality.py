@@ -33,7 +33,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -50,8 +49,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.sse_load import free_port  # noqa: E402
 from deployments.provenance import stamp  # noqa: E402
 from deployments.sse import parse  # noqa: E402
+from harness.scope import RunScope  # noqa: E402
 
 QUESTIONS = ROOT / "benchmarks" / "data" / "diagnosis_questions.jsonl"
 OUT = ROOT / "benchmarks" / "results" / "diagnosis_quality.json"
@@ -119,14 +120,12 @@ class OutputReader:
 
     def __init__(self, config: Path) -> None:
         from deployments.config import load_config, resolve_paths
-        from harness.scope import RunScope
         from harness.tools.read_skill import load_skills
         from harness.wiring import service_clock, tool_factory
 
         cfg = resolve_paths(load_config(config), ROOT)
         self.clock = service_clock(cfg.telemetry)
         self.factory = tool_factory(cfg.telemetry, load_skills(ROOT / "knowledge" / "skills"), None)
-        self.scope = RunScope
         self.runbooks = norm(" ".join(p.read_text(encoding="utf-8") for p in sorted(RUNBOOKS.rglob("*.md"))))
         self.cache: dict[str, str] = {}
 
@@ -136,7 +135,7 @@ class OutputReader:
         if tool_name == "lookup_knowledge":
             return self.runbooks
         as_of = _epoch(started.get("as_of")) or self.clock()
-        scope = self.scope(as_of=as_of, incident_start=_epoch(started.get("incident_start")), telemetry=None)
+        scope = RunScope(as_of=as_of, incident_start=_epoch(started.get("incident_start")), telemetry=None)
         tool = next((t for t in self.factory(scope) if t.name == tool_name), None)
         if tool is None:
             return None
@@ -205,12 +204,6 @@ def supported(payload: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 # -- the service ------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_service(config: Path, model: str, work: Path) -> tuple[subprocess.Popen[bytes], str]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import re
 import time
 import uuid
 from collections.abc import AsyncGenerator
@@ -21,12 +20,11 @@ from typing import Any
 from ray import serve
 
 from deployments.config import LLMSettings
-from harness.json_tools import flatten_messages, guided_schema, parse_reply
+from harness.json_tools import flatten_messages, guided_schema, parse_reply, split_reasoning
 from harness.model import ModelRequest, ModelResponse
 from harness.recorder import Usage
 
 log = logging.getLogger(__name__)
-_THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.S)
 
 
 class EngineConfigError(RuntimeError):
@@ -75,14 +73,6 @@ def cpu_engine_env(settings: LLMSettings) -> dict[str, str]:
         env["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
     env["VLLM_CPU_OMP_THREADS_BIND"] = bind
     return env
-
-
-def split_reasoning(text: str) -> tuple[str, str | None]:
-    """Models that think aloud wrap it in <think>…</think>; the audit keeps it apart from the answer."""
-    m = _THINK.match(text)
-    if not m:
-        return text, None
-    return text[m.end() :], m.group(1).strip()
 
 
 def _error(code: str, message: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import httpx
 
-from harness.json_tools import flatten_messages, guided_schema, parse_reply
+from harness.json_tools import flatten_messages, guided_schema, parse_reply, split_reasoning
 from harness.model import ModelError, ModelRequest, ModelResponse
 from harness.recorder import Usage
 
@@ -37,15 +37,6 @@ def _error_text(resp: httpx.Response) -> str:
     if isinstance(err, dict):
         return str(err.get("message") or err.get("code") or "")[:300]
     return str(err or body)[:300]
-
-
-def _split_think(text: str) -> tuple[str, str | None]:
-    """Models that think aloud inline wrap it in <think>…</think>; the audit keeps it apart."""
-    stripped = text.lstrip()
-    if stripped.startswith("<think>") and "</think>" in stripped:
-        thought, _, rest = stripped.removeprefix("<think>").partition("</think>")
-        return rest.lstrip(), thought.strip()
-    return text, None
 
 
 class OpenAIEndpointModel:
@@ -125,7 +116,7 @@ class OpenAIEndpointModel:
             raise ModelError(
                 "ENGINE_ERROR", f"{self.base_url} answered something that is not a chat completion"
             ) from err
-        text, thought = _split_think(message.get("content") or "")
+        text, thought = split_reasoning(message.get("content") or "")
         reasoning = message.get("reasoning_content") or message.get("reasoning") or thought
         usage_body = data.get("usage") or {}
         usage = Usage(int(usage_body.get("prompt_tokens") or 0), int(usage_body.get("completion_tokens") or 0))

@@ -8,9 +8,12 @@ back as user messages, so any chat template works (small models' templates know 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from harness.model import Message, ModelRequest, ModelResponse, ToolCall
+
+_THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.S)
 
 TOOL_INSTRUCTIONS = (
     "\n\nTools you may call:\n{tools}\n"
@@ -107,3 +110,11 @@ def to_message(d: dict[str, Any]) -> Message:
         [ToolCall(c["id"], c["name"], c["arguments"]) for c in d.get("tool_calls", [])],
         d.get("tool_call_id"),
     )
+
+
+def split_reasoning(text: str) -> tuple[str, str | None]:
+    """Models that think aloud wrap it in <think>…</think>; the audit keeps it apart from the answer."""
+    m = _THINK.match(text)
+    if not m:
+        return text, None
+    return text[m.end() :], m.group(1).strip()
