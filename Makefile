@@ -9,7 +9,7 @@ CONFIG  ?= configs/serve.local.yaml
 EXTRAS  ?= dev,cpu   # a GPU node: make install EXTRAS=gpu
 PYTEST_ARGS ?=
 
-.PHONY: install install-bge browser prometheus run test test-fast lint typecheck fmt bench bench-rca mariadb clean
+.PHONY: install install-bge browser prometheus screenshots run test test-fast lint typecheck fmt bench bench-rca mariadb clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -90,6 +90,10 @@ fmt: install
 
 typecheck: install
 	$(BIN)/mypy
+
+# The README's console screenshots: the browser test, writing its screenshots into the repository.
+screenshots: install browser
+	RAYDIAG_SCREENSHOT_DIR=$(abspath benchmarks/results/console) $(BIN)/python -m pytest tests/serve/test_console_browser.py
 
 bench: install prometheus mariadb
 	$(BIN)/raydiag --config $(CONFIG) models pull

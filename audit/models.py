@@ -66,7 +66,6 @@ class DiagnosisRun(Base):
     output_token_count: Mapped[int | None] = mapped_column(Integer)
     model_call_count: Mapped[int | None] = mapped_column(Integer)
     usage_unavailable_count: Mapped[int | None] = mapped_column(Integer)
-    tokens_reconciled: Mapped[bool | None] = mapped_column(Boolean)
     step_count: Mapped[int | None] = mapped_column(Integer)
     tool_call_count: Mapped[int | None] = mapped_column(Integer)
     error_code: Mapped[str | None] = mapped_column(String(64))

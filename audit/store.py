@@ -39,7 +39,6 @@ _RUN_FINISH_FIELDS = (
     "output_token_count",
     "model_call_count",
     "usage_unavailable_count",
-    "tokens_reconciled",
     "step_count",
     "tool_call_count",
     "error_code",

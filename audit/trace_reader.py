@@ -43,6 +43,45 @@ def _maybe_json(text: str | None) -> Any:
         return text
 
 
+def completeness(run: DiagnosisRun, timeline: list[dict[str, Any]], stored: dict[str, int]) -> dict[str, Any]:
+    """What reached the database against what the run's recorder says it emitted (RUN_FINISHED).
+
+    ``complete`` is true only for a finished run whose every emitted row is stored, whose timeline has
+    no gap and whose run row carries its totals. A run still in progress is not complete either.
+    """
+    finished = next((e for e in timeline if e["event_type"] == "RUN_FINISHED"), None)
+    details = (finished or {}).get("details") or {}
+    emitted = details.get("emitted")
+    missing = (
+        {k: int(v) - stored.get(k, 0) for k, v in emitted.items() if int(v) != stored.get(k, 0)}
+        if isinstance(emitted, dict)
+        else {}
+    )
+    usage = [e["details"] or {} for e in timeline if e["event_type"] == "MODEL_TOKEN_USAGE"]
+    usage_total = sum(int(u.get("total_tokens") or 0) for u in usage)
+    usage_unavailable = sum(1 for u in usage if u.get("usage_available") is False)
+    finished_total = details.get("run_total_tokens")
+    seqs = [e["sequence_no"] for e in timeline]
+    contiguous = seqs == list(range(1, len(seqs) + 1))
+    run_row_finished = run.total_token_count is not None
+    return {
+        "complete": isinstance(emitted, dict) and not missing and contiguous and run_row_finished,
+        "finished": finished is not None,
+        "emitted": emitted,
+        "stored": stored,
+        "missing": missing,
+        "timeline_contiguous": contiguous,
+        "audited_total_tokens": usage_total,
+        "finished_total_tokens": finished_total,
+        "run_total_tokens": run.total_token_count,
+        "usage_unavailable": usage_unavailable,
+        # Three independent places must agree: the usage events, RUN_FINISHED and the run row.
+        "tokens_reconciled": usage_unavailable == 0
+        and finished_total is not None
+        and usage_total == finished_total == run.total_token_count,
+    }
+
+
 class TraceReader:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -88,15 +127,9 @@ class TraceReader:
                     .order_by(DiagnosisTraceEvent.sequence_no)
                 )
             ]
-            persisted = {
-                "steps": conn.scalar(select(func.count()).select_from(AgentStep).where(AgentStep.run_id == rid)),
-                "tools": conn.scalar(
-                    select(func.count()).select_from(ToolInvocation).where(ToolInvocation.run_id == rid)
-                ),
-                "timeline_events": conn.scalar(
-                    select(func.count()).select_from(DiagnosisTraceEvent).where(DiagnosisTraceEvent.run_id == rid)
-                ),
-            }
+            reasoning_rows = conn.scalar(
+                select(func.count()).select_from(AgentReasoningAudit).where(AgentReasoningAudit.run_id == rid)
+            )
         step_rows = []
         for s in steps:
             row = _row(s)
@@ -104,28 +137,18 @@ class TraceReader:
             row["model_output"] = _maybe_json(s.model_output)
             step_rows.append(row)
         timeline = [_row(e) for e in events]
-        usage_total = sum(
-            int((e["details"] or {}).get("total_tokens") or 0)
-            for e in timeline
-            if e["event_type"] == "MODEL_TOKEN_USAGE"
-        )
-        returned = {"steps": len(step_rows), "tools": len(tools), "timeline_events": len(timeline)}
-        seqs = [e["sequence_no"] for e in timeline]
+        stored = {
+            "timeline_events": len(timeline),
+            "agent_steps": len(step_rows),
+            "tool_invocations": len(tools),
+            "reasoning": int(reasoning_rows or 0),
+        }
         return {
             "run": _row(run),
             "steps": step_rows,
             "toolInvocations": [_row(t) for t in tools],
             "timeline": timeline,
-            "summary": {
-                "persisted": persisted,
-                "returned": returned,
-                "audited_total_tokens": usage_total,
-                "run_total_tokens": run.total_token_count,
-                "tokens_reconciled": run.total_token_count is not None
-                and usage_total == run.total_token_count
-                and bool(run.tokens_reconciled),
-                "timeline_contiguous": seqs == list(range(1, len(seqs) + 1)),
-            },
+            "summary": completeness(run, timeline, stored),
         }
 
     def reasoning(self, session_id: str, run_id: str | None = None, tenant_id: str | None = None) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from audit.settings import AuditSettings  # noqa: E402
 from audit.store import AuditStore  # noqa: E402
 from audit.writer import AuditWriter  # noqa: E402
 from deployments.audit_client import BufferedAuditSink  # noqa: E402
+from deployments.provenance import stamp  # noqa: E402
 from harness.recorder import RunRecorder  # noqa: E402
 from tests.audit.run_script import seed_run  # noqa: E402
 
@@ -160,6 +161,7 @@ def main() -> None:
         if scratch:
             with admin.begin() as conn:
                 conn.execute(text(f"DROP DATABASE IF EXISTS {scratch}"))
+    result.update(stamp())
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

@@ -23,6 +23,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from deployments.provenance import stamp  # noqa: E402
 from harness.contracts import ChatRequest, StatusEvent  # noqa: E402
 from harness.json_tools import flatten_messages  # noqa: E402
 from harness.model import ModelRequest, ModelResponse, ToolCall  # noqa: E402
@@ -244,6 +245,7 @@ def main() -> None:
     result["input_tokens_per_diagnosis"] = total
     result["input_tokens_by_stage"] = per_stage
     result["tokenizer"] = "qwen2.5-coder-0.5b-instruct"
+    result.update(stamp())
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

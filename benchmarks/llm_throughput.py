@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from deployments.config import LLMSettings  # noqa: E402
+from deployments.provenance import stamp  # noqa: E402
 from harness.model import Message, ModelRequest  # noqa: E402
 
 TOPICS = ["a database outage", "a full disk", "a slow API", "a memory leak", "a network partition", "a cache stampede"]
@@ -133,6 +134,7 @@ def main() -> None:
     result.update(asyncio.run(bare_engine(settings, model_dir, args.max_tokens)))
     result["concurrency8_over_single"] = round(result["concurrent8_tok_per_s"] / result["single_tok_per_s"], 2)
     result["deployment_over_bare"] = round(result["concurrent8_tok_per_s"] / result["bare_concurrent8_tok_per_s"], 3)
+    result.update(stamp())
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from deployments.config import load_config  # noqa: E402
+from deployments.provenance import stamp  # noqa: E402
 from rag.embedding import make_embedder  # noqa: E402
 from rag.eval import evaluate, format_table  # noqa: E402
 
@@ -50,6 +51,7 @@ def main() -> None:
         res["fusion"] = cfg.search.fusion.model_dump()
         res["embedder"] = cfg.search.embedder
         res["chunk_max_chars"] = cfg.search.chunk_max_chars
+        res.update(stamp())  # per set: `--only` reruns one set and keeps the other's entry
         results[name] = res
         print(format_table(name, res), flush=True)
     OUT.parent.mkdir(parents=True, exist_ok=True)

@@ -2,9 +2,10 @@
 
 Starts Ray and the app on 127.0.0.1 (SQLite audit trail, Milvus Lite with the bundled runbooks), then
 for each profile and concurrency level runs that many chat sessions at once, several rounds, and
-measures time to first event, time to `done`, runs/s, errors and the per-stage time split. After each
+measures, per level, the time to `metadata` (acceptance), to the first `status` (work began), to
+`content` and to `done`, runs/s, errors and the per-stage time split. After each
 level every run's trace is read back: its tokens must reconcile and its timeline must be complete
-(contiguous sequence numbers ending in RUN_FINISHED, persisted = returned). Writes
+(the trace summary's ``complete``: stored rows equal RUN_FINISHED's emitted counts, no gap). Writes
 benchmarks/results/sse_load.json and sse_load.png.
 
 Profiles: ``scripted`` (llm.backend scripted: zero model time; what remains is the service),
@@ -36,6 +37,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from deployments.provenance import stamp  # noqa: E402
 from deployments.sse import parse  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results"
@@ -74,19 +76,39 @@ def load_client(base: str, concurrency: int, timeout_s: float) -> aiohttp.Client
     )
 
 
+# The milestones of a stream, in the order a user sees them: `metadata` is sent on acceptance, before
+# any work, so time to it measures the door, not the service; the first `status` is the first sign of
+# work (routing began), `content` the answer, `done` the end.
+MILESTONES = ("metadata", "status", "content", "done")
+
+
+def _event_name(frame_text: str) -> str | None:
+    for line in frame_text.split("\n"):
+        if line.startswith("event:"):
+            return line[6:].strip()
+    return None
+
+
 async def one_chat(client: aiohttp.ClientSession, session: str, question: str) -> dict[str, Any]:
     start = time.perf_counter()
-    first = None
+    seen: dict[str, float] = {}
     chunks: list[bytes] = []
+    pending = ""
     try:
         async with client.post("/api/chat", json={"Id": session, "Question": question}) as r:
             if r.status != 200:
                 await r.read()
                 return {"error": f"HTTP {r.status}", "done_ms": (time.perf_counter() - start) * 1000}
             async for chunk in r.content.iter_any():
-                if first is None and chunk.strip():
-                    first = time.perf_counter()
+                now = time.perf_counter()
                 chunks.append(chunk)
+                # Timed as each frame completes, so a milestone is when the client could act on it.
+                pending += chunk.decode("utf-8", errors="replace").replace("\r\n", "\n")
+                *frames, pending = pending.split("\n\n")
+                for f in frames:
+                    name = _event_name(f)
+                    if name in MILESTONES and name not in seen:
+                        seen[name] = now
     except (aiohttp.ClientError, TimeoutError) as err:
         return {"error": type(err).__name__, "done_ms": (time.perf_counter() - start) * 1000}
     end = time.perf_counter()
@@ -99,10 +121,12 @@ async def one_chat(client: aiohttp.ClientSession, session: str, question: str) -
         error = "stream did not end with exactly one done"
     elif done[0].get("outcome") == "FAILED":
         error = "run FAILED: " + json.dumps([d for n, d in events if n == "failure"])[:200]
+    elif any(m not in seen for m in MILESTONES):
+        error = "stream lacks " + ",".join(m for m in MILESTONES if m not in seen)
     return {
         "session": session,
         "run_id": meta.get("run_id"),
-        "ttfe_ms": ((first or end) - start) * 1000,
+        **{f"{m}_ms": (seen[m] - start) * 1000 for m in MILESTONES if m in seen},
         "done_ms": (end - start) * 1000,
         "content_type": next((d.get("content_type") for n, d in events if n == "content"), None),
         "error": error,
@@ -138,14 +162,7 @@ async def check_traces(base: str, results: list[dict[str, Any]]) -> tuple[int, i
             tr = resp.json()
             s = tr["summary"]
             unreconciled += 0 if s["tokens_reconciled"] else 1
-            tl = tr["timeline"]
-            complete = (
-                s["timeline_contiguous"]
-                and s["persisted"] == s["returned"]
-                and bool(tl)
-                and tl[-1]["event_type"] == "RUN_FINISHED"
-            )
-            missing += 0 if complete else 1
+            missing += 0 if s["complete"] else 1
             splits.append(stage_split(tr))
     phases = sorted({p for sp in splits for p in sp})
     mean = {p: round(statistics.fmean(sp.get(p, 0.0) for sp in splits), 2) for p in phases} if splits else {}
@@ -180,10 +197,11 @@ async def summarise(
         "runs": len(results),
         "errors": len(errors),  # counted and warm-up chats alike
         "error_samples": errors[:3],
-        "ttfe_p50_ms": round(pct([r["ttfe_ms"] for r in ok], 0.5), 1),
-        "ttfe_p99_ms": round(pct([r["ttfe_ms"] for r in ok], 0.99), 1),
-        "done_p50_ms": round(pct([r["done_ms"] for r in ok], 0.5), 1),
-        "done_p99_ms": round(pct([r["done_ms"] for r in ok], 0.99), 1),
+        **{
+            f"{m}_{name}_ms": round(pct([r[f"{m}_ms"] for r in ok], q), 1)
+            for m in MILESTONES
+            for name, q in (("p50", 0.5), ("p99", 0.99))
+        },
         "runs_per_s": round(len(ok) / wall, 3),
         "unreconciled": unreconciled,
         "missing_events": missing,
@@ -325,8 +343,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
         def get(key: str, levels: dict[str, Any] = levels, xs: list[int] = xs) -> list[float]:
             return [levels[str(c)][key] for c in xs]
 
-        ax1.plot(xs, get("ttfe_p50_ms"), "o-", label=f"{profile} first event p50")
-        ax1.plot(xs, get("ttfe_p99_ms"), "o--", label=f"{profile} first event p99")
+        ax1.plot(xs, get("status_p50_ms"), "o-", label=f"{profile} first status p50")
+        ax1.plot(xs, get("status_p99_ms"), "o--", label=f"{profile} first status p99")
         ax1.plot(xs, get("done_p50_ms"), "s-", label=f"{profile} done p50")
         ax1.plot(xs, get("done_p99_ms"), "s--", label=f"{profile} done p99")
         ax2.plot(xs, get("runs_per_s"), "o-", label=profile)
@@ -361,7 +379,9 @@ def compare_active_runs(values: list[int], rounds: int, concurrency: int = 32) -
             finally:
                 stop_app()
     path = OUT / "sse_active_runs.json"
-    path.write_text(json.dumps({"concurrency": concurrency, "max_active_runs": out}, indent=2) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps({"concurrency": concurrency, "max_active_runs": out, **stamp()}, indent=2) + "\n", encoding="utf-8"
+    )
     print(f"wrote {path}")
 
 
@@ -384,8 +404,8 @@ def main() -> None:
         return
 
     out_json = OUT / "sse_load.json"
-    results: dict[str, Any] = json.loads(out_json.read_text()) if out_json.exists() else {}
-    results.setdefault("profiles", {})
+    # A fresh file every run: profiles of an older script version are never merged into it.
+    results: dict[str, Any] = {"profiles": {}}
     for profile in args.profiles.split(","):
         levels = [int(x) for x in (args.vllm_levels if profile == "vllm" else args.levels).split(",")]
         rounds = args.rounds
@@ -404,7 +424,8 @@ def main() -> None:
                 results["profiles"][profile] = per_level
             finally:
                 stop_app()
-    results["machine"] = "2 CPUs, 24 GiB, no GPU"
+    results["machine"] = f"{os.cpu_count()} CPUs, no GPU"
+    results.update(stamp())
     OUT.mkdir(parents=True, exist_ok=True)
     out_json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     plot(results, OUT / "sse_load.png")

@@ -95,9 +95,9 @@ def format_timeline(trace: dict[str, Any]) -> str:
     s = trace["summary"]
     lines += [
         "",
-        f"steps {s['returned']['steps']}/{s['persisted']['steps']}  tools {s['returned']['tools']}/"
-        f"{s['persisted']['tools']}  events {s['returned']['timeline_events']}/{s['persisted']['timeline_events']}"
-        f"  tokens_reconciled={s['tokens_reconciled']}",
+        "stored/emitted  "
+        + "  ".join(f"{k} {v}/{(s['emitted'] or {}).get(k, '?')}" for k, v in s["stored"].items())
+        + f"  complete={s['complete']}  tokens_reconciled={s['tokens_reconciled']}",
     ]
     return "\n".join(lines)
 

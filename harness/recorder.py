@@ -1,9 +1,10 @@
 """Per-run audit bookkeeping: sequence numbers, the timeline, token accounting, the run's finish.
 
 The pipeline calls these methods as things happen; each call hands one or more ``AuditRecord``s to
-the sink without waiting. Totals for RUN_FINISHED are accumulated here from the same usage that the
-MODEL_TOKEN_USAGE events carry, and ``tokens_reconciled`` says whether the two agree and every call
-reported its usage.
+the sink without waiting. RUN_FINISHED carries what this recorder emitted (timeline events, agent
+steps, tool invocations, reasoning rows, tokens), so a reader of the stored trail can compare what
+reached the database with what was sent: the check lives with the reader, never here, where it would
+compare two of the recorder's own counters.
 """
 
 from __future__ import annotations
@@ -53,8 +54,9 @@ class RunRecorder:
         self.usage_unavailable_count = 0
         self.input_tokens = 0
         self.output_tokens = 0
-        self.usage_event_total = 0
         self.step_count = 0
+        self.agent_step_rows = 0
+        self.reasoning_rows = 0
         self.tool_call_count = 0
         self.finished = False
         self.bound_step_index: int | None = None
@@ -119,7 +121,6 @@ class RunRecorder:
             return
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
-        self.usage_event_total += usage.total_tokens
         self.timeline(
             phase,
             "MODEL_TOKEN_USAGE",
@@ -165,6 +166,7 @@ class RunRecorder:
             "content_source": "reasoning" if reasoning_text else "assistant",
         }
         mirror = reasoning_text if reasoning_text else assistant_text
+        self.agent_step_rows += 1
         self._emit(
             "agent_step",
             {
@@ -189,6 +191,7 @@ class RunRecorder:
             token_count=usage.total_tokens if usage else None,
         )
         if reasoning_text is not None or assistant_text:
+            self.reasoning_rows += 1
             self._emit(
                 "reasoning",
                 {
@@ -245,10 +248,6 @@ class RunRecorder:
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
-    @property
-    def tokens_reconciled(self) -> bool:
-        return self.usage_unavailable_count == 0 and self.usage_event_total == self.total_tokens
-
     def finish(
         self,
         status: str,
@@ -273,8 +272,15 @@ class RunRecorder:
             "run_output_tokens": self.output_tokens,
             "run_total_tokens": self.total_tokens,
             "usage_unavailable_count": self.usage_unavailable_count,
-            "tokens_reconciled": self.tokens_reconciled,
             "duration_ms": duration_ms,
+            # What this run handed to the sink, RUN_FINISHED itself included (seed e2e §8.1's
+            # run_total_tokens above); the trace reader compares the stored rows with it.
+            "emitted": {
+                "timeline_events": self._timeline_seq + 1,
+                "agent_steps": self.agent_step_rows,
+                "tool_invocations": self.tool_call_count,
+                "reasoning": self.reasoning_rows,
+            },
         }
         self.timeline("RUN", "RUN_FINISHED", status, **totals, release_outcome=release_outcome)
         data: dict[str, Any] = {
@@ -288,7 +294,6 @@ class RunRecorder:
             "output_token_count": self.output_tokens,
             "model_call_count": self.model_call_count,
             "usage_unavailable_count": self.usage_unavailable_count,
-            "tokens_reconciled": self.tokens_reconciled,
             "step_count": self.step_count,
             "tool_call_count": self.tool_call_count,
             "error_code": error_code,

@@ -295,7 +295,8 @@ function renderTokens(trace) {
       el("tfoot", {}, el("tr", {}, el("th", { text: "total", colspan: 4 }), el("th", { id: "token-total", text: total })))),
     el("p", {}, el("span", { class: "badge " + (ok ? "ok" : "bad"), id: "reconciled", text: ok ? "reconciled" : "NOT reconciled" }),
       " audited " + s.audited_total_tokens + " tokens, run total " + s.run_total_tokens +
-      "; persisted " + JSON.stringify(s.persisted) + ", returned " + JSON.stringify(s.returned)));
+      "; stored " + JSON.stringify(s.stored) + ", emitted " + JSON.stringify(s.emitted) +
+      (s.complete ? " (complete)" : " (INCOMPLETE: missing " + JSON.stringify(s.missing) + ")")));
 }
 
 function renderTools(trace) {

@@ -24,7 +24,7 @@ async def test_shutdown_flushes_the_queue(db_url: str, tmp_path: Path) -> None:
     engine = make_engine(db_url)
     reader = TraceReader(engine)
     for i in range(3):
-        assert reader.trace("s", f"r{i}")["summary"]["persisted"]["timeline_events"] == 15
+        assert reader.trace("s", f"r{i}")["summary"]["stored"]["timeline_events"] == 15
     engine.dispose()
     assert not (tmp_path / "spill.jsonl").exists()
 

@@ -34,7 +34,9 @@ def test_migrations_create_the_seed_schema(db_url: str) -> None:
         assert {"step_id", "input_params", "retrieval_details", "relevance_level", "is_truncated"} <= tool_cols
         reasoning_cols = {c["name"] for c in insp.get_columns("agent_reasoning_audit")}
         assert {"reasoning_text", "assistant_text"} <= reasoning_cols
-        assert current_revision(engine) == "0001"
+        assert current_revision(engine) == "0002"
+        run_cols = {c["name"] for c in insp.get_columns("diagnosis_run")}
+        assert "tokens_reconciled" not in run_cols and "total_token_count" in run_cols
         # The models and the migrations describe the same schema.
         with engine.connect() as conn:
             diffs = compare_metadata(MigrationContext.configure(conn), Base.metadata)

@@ -6,11 +6,11 @@ import json
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select, update
 
 from audit.db import make_engine
 from audit.migrate import upgrade
-from audit.models import AgentStep, DiagnosisTraceEvent, ToolInvocation
+from audit.models import AgentReasoningAudit, AgentStep, DiagnosisTraceEvent, ToolInvocation
 from audit.store import AuditStore
 from audit.trace_reader import TraceNotFound, TraceReader
 from tests.audit.run_script import seed_run
@@ -54,10 +54,12 @@ def test_full_run_rows_and_timeline(store_and_reader: Any) -> None:
     ]
     assert [e["sequence_no"] for e in trace["timeline"]] == list(range(1, 16))
     summary = trace["summary"]
-    assert summary["persisted"] == summary["returned"] == {"steps": 2, "tools": 1, "timeline_events": 15}
+    expected = {"timeline_events": 15, "agent_steps": 2, "tool_invocations": 1, "reasoning": 1}
+    assert summary["stored"] == expected and summary["emitted"] == expected
+    assert summary["complete"] is True and summary["missing"] == {}
     assert summary["tokens_reconciled"] is True and summary["audited_total_tokens"] == 13236
     finished = trace["timeline"][-1]["details"]
-    assert finished["run_total_tokens"] == 13236 and finished["tokens_reconciled"] is True
+    assert finished["run_total_tokens"] == 13236 and "tokens_reconciled" not in finished
     # agent_step.token_count covers the agent's own steps only (seed: 2657 + 4703).
     assert sum(s["token_count"] for s in trace["steps"]) == 7360
 
@@ -133,8 +135,7 @@ def test_reconciliation_fails_when_a_call_reports_no_usage(store_and_reader: Any
     store, reader = store_and_reader
     store.write_batch(seed_run(drop_usage_of="agent_r2").records)
     trace = reader.trace("e2e-rag-success")
-    assert trace["run"]["tokens_reconciled"] is False
-    assert trace["run"]["usage_unavailable_count"] == 1
+    assert trace["run"]["usage_unavailable_count"] == 1 and "tokens_reconciled" not in trace["run"]
     assert trace["summary"]["tokens_reconciled"] is False
     usage = [e for e in trace["timeline"] if e["event_type"] == "MODEL_TOKEN_USAGE"]
     assert [u["details"]["usage_available"] for u in usage] == [True, True, False, True]
@@ -148,6 +149,44 @@ def test_reconciliation_fails_when_a_usage_event_is_lost(store_and_reader: Any) 
     store.write_batch(records)
     summary = reader.trace("e2e-rag-success")["summary"]
     assert summary["tokens_reconciled"] is False and summary["timeline_contiguous"] is False
+    assert summary["complete"] is False and summary["missing"] == {"timeline_events": 1}
+
+
+@pytest.mark.parametrize(
+    ("table", "kind"),
+    [(ToolInvocation, "tool_invocations"), (AgentStep, "agent_steps"), (AgentReasoningAudit, "reasoning")],
+)
+def test_a_lost_row_makes_the_trace_incomplete(store_and_reader: Any, table: Any, kind: str) -> None:
+    """A row that never reached the database (deleted here) is seen against RUN_FINISHED's counts."""
+    store, reader = store_and_reader
+    store.write_batch(seed_run().records)
+    assert reader.trace("e2e-rag-success")["summary"]["complete"] is True
+    with store.engine.begin() as conn:
+        victim = conn.scalar(select(func.max(table.id)))
+        if table is AgentStep:  # the tool row references its step; keep the tool, lose the step
+            conn.execute(update(ToolInvocation).values(step_id=None))
+        conn.execute(delete(table).where(table.id == victim))
+    summary = reader.trace("e2e-rag-success")["summary"]
+    assert summary["complete"] is False
+    assert summary["missing"] == {kind: 1}
+    assert summary["timeline_contiguous"] is True  # the timeline alone would not have noticed
+
+
+def test_a_lost_timeline_event_makes_the_trace_incomplete(store_and_reader: Any) -> None:
+    store, reader = store_and_reader
+    store.write_batch(seed_run().records)
+    with store.engine.begin() as conn:
+        conn.execute(delete(DiagnosisTraceEvent).where(DiagnosisTraceEvent.sequence_no == 7))  # TOOL_INVOCATION
+    summary = reader.trace("e2e-rag-success")["summary"]
+    assert summary["complete"] is False and summary["missing"] == {"timeline_events": 1}
+
+
+def test_a_run_without_run_finished_is_not_complete(store_and_reader: Any) -> None:
+    store, reader = store_and_reader
+    store.write_batch([r for r in seed_run().records if r.kind != "run_finished"])
+    summary = reader.trace("e2e-rag-success")["summary"]
+    assert summary["finished"] is True  # the RUN_FINISHED event arrived, the run row's update did not
+    assert summary["complete"] is False and summary["tokens_reconciled"] is False
 
 
 def test_trace_reads_by_exact_run_and_session(store_and_reader: Any) -> None:

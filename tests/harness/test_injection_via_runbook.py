@@ -40,7 +40,9 @@ class ObedientModel(RulesModel):
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         injected = any(INJECTION in m.content for m in request.messages)
-        if request.stage == "executor" and injected and not self.tried_forbidden:
+        # The forbidden call comes at the first chance to call a tool (in constructed grounding the
+        # tool round shows evidence spans, not necessarily the injected line: obey it regardless).
+        if request.stage == "executor" and request.tools and not self.tried_forbidden:
             self.tried_forbidden = True
             return ModelResponse(
                 text="", tool_calls=[ToolCall("call_x", "drop_tables", {})], finish_reason="tool_calls"
@@ -90,7 +92,8 @@ async def test_a_runbook_cannot_steer_citations_tools_or_leak_the_prompt(groundi
     # Only allow-listed tools ran; the forbidden one was refused at the boundary.
     ran = [r.data for r in sink.records if r.kind == "tool_invocation"]
     assert {t["tool_name"] for t in ran if t["status"] == "success"} == {"lookup_knowledge"}
-    assert all(t["status"] != "success" for t in ran if t["tool_name"] == "drop_tables")
+    forbidden = [t for t in ran if t["tool_name"] == "drop_tables"]
+    assert [(t["status"], t["error_message"]) for t in forbidden] == [("error", "tool 'drop_tables' is not allowed")]
     # No fabricated citation survives; every released reference is a call that really ran.
     assert "call_fake_999" not in released and "The database was dropped" not in released
     real_calls = {t["tool_call_id"] for t in ran}

@@ -98,7 +98,7 @@ async def test_missing_usage_is_not_reconciled() -> None:
     sink = ListSink()
     await _run(DiagnosisPipeline(sink, HarnessSettings(**MODEL_DRIVEN), model=model), "hi")
     finished = next(r for r in sink.records if r.kind == "run_finished")
-    assert finished.data["usage_unavailable_count"] == 1 and finished.data["tokens_reconciled"] is False
+    assert finished.data["usage_unavailable_count"] == 1 and finished.data["total_token_count"] == 0
 
 
 async def test_repeated_tool_calls_run_once_then_the_model_must_answer() -> None:

@@ -85,8 +85,12 @@ async def test_search_modes_differ_and_filters_apply(store: KnowledgeStore, embe
     bm25 = store.search(q, v, "bm25", 5, None)
     dense = store.search(q, v, "dense", 5, None)
     hybrid = store.search(q, v, "hybrid", 5, None)
-    assert bm25[0].doc_id.startswith("node-disk-full") or bm25[0].doc_id.startswith("disk-full")
-    assert [h.key for h in hybrid] != [h.key for h in dense] or [h.key for h in hybrid] != [h.key for h in bm25]
+    keys = {name: [h.key for h in hits] for name, hits in (("bm25", bm25), ("dense", dense), ("hybrid", hybrid))}
+    # Both single lists put the two disk-full runbooks first; the fusion keeps that consensus on top.
+    assert keys["bm25"][:2] == keys["dense"][:2] == keys["hybrid"][:2]
+    assert {k.split("#")[0] for k in keys["hybrid"][:2]} == {"disk-full-zh", "node-disk-full"}
+    # Below it the three rankings differ: the modes are really different searches.
+    assert len({tuple(v) for v in keys.values()}) == 3
     only_jvm = store.search(q, v, "hybrid", 5, ["jvm"])
     assert only_jvm and all(h.domain == "jvm" for h in only_jvm)
     with pytest.raises(ValueError):
@@ -94,14 +98,18 @@ async def test_search_modes_differ_and_filters_apply(store: KnowledgeStore, embe
 
 
 async def test_filtered_attempt_falls_back_to_unfiltered(store: Any, embedder: Any) -> None:
-    # "payment" routes to the payment domain by keyword, but the question is about disks.
-    out = await service(store, embedder, related=0.3).lookup("payment box: No space left on device, 磁盘满", "c")
-    names = [(a["name"], a["usable"]) for a in out.retrieval_details["attempts"]]
-    assert names[0][0] == "FILTERED_VECTOR"
-    if not names[0][1]:
-        assert (
-            names[1] == ("UNFILTERED_VECTOR", True) and out.retrieval_details["selected_attempt"] == "UNFILTERED_VECTOR"
-        )
+    # "payment" routes to the payment domain by keyword; the question is about a full disk in words
+    # the L0 map does not know, so the payment runbooks hold nothing close (similarity 0.23) and the
+    # unfiltered search finds the disk runbook (0.31). The threshold sits between the two.
+    out = await service(store, embedder, related=0.27).lookup("payment host: 设备上没有空间 ENOSPC", "c")
+    d = out.retrieval_details
+    assert d["l0_hints"]["domains"] == ["payment"]
+    assert [(a["name"], a["usable"]) for a in d["attempts"]] == [
+        ("FILTERED_VECTOR", False),
+        ("UNFILTERED_VECTOR", True),
+    ]
+    assert d["selected_attempt"] == "UNFILTERED_VECTOR"
+    assert out.agent_view["evidence"][0]["domain"] == "disk"
 
 
 async def test_budget_truncates(store: Any, embedder: Any) -> None:

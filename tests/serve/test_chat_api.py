@@ -43,8 +43,7 @@ async def test_twenty_concurrent_streams_complete_and_reconcile(client: httpx.As
         run_id = events[0][1]["run_id"]
         trace = (await client.get(f"/api/diagnosis/load-{i}/trace", params={"runId": run_id})).json()
         assert trace["run"]["status"] == "SUCCEEDED"
-        assert trace["summary"]["persisted"] == trace["summary"]["returned"]
-        assert trace["summary"]["timeline_contiguous"] and trace["summary"]["tokens_reconciled"]
+        assert trace["summary"]["complete"] and trace["summary"]["tokens_reconciled"], trace["summary"]
 
 
 @pytest.mark.parametrize(

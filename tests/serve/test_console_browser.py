@@ -1,20 +1,21 @@
 """The web console in headless Chromium (Debian's, driven by Playwright) against the running app's
 scripted-model profile: ask, watch progress, read the report, expand a reference, open the trace.
-Screenshots go to benchmarks/results/console/ (the README shows them)."""
+Screenshots go to a temporary directory, so a test run leaves the checkout as it was;
+`make screenshots` runs this test with RAYDIAG_SCREENSHOT_DIR=benchmarks/results/console to refresh
+the README's."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import REPO
-
 pytestmark = pytest.mark.slow
 
-SHOTS = REPO / "benchmarks" / "results" / "console"
 CHROMIUM = "/usr/bin/chromium"
 # As root, in a sandbox with no network but loopback: no sandbox, no background connections.
 ARGS = [
@@ -38,6 +39,14 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    chosen = os.environ.get("RAYDIAG_SCREENSHOT_DIR")
+    path = Path(chosen) if chosen else tmp_path_factory.mktemp("console-shots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def _ask(page: Any, question: str) -> Any:
     page.fill("#question", question)
     page.click("#ask")
@@ -46,8 +55,7 @@ def _ask(page: Any, question: str) -> Any:
     return turn
 
 
-def test_chat_report_reference_and_trace(browser: Any, scripted_app: dict[str, str]) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
+def test_chat_report_reference_and_trace(browser: Any, scripted_app: dict[str, str], shots: Path) -> None:
     page = browser.new_page(viewport={"width": 1200, "height": 900})
     sent_auth: list[str] = []
     page.on("request", lambda r: sent_auth.append(r.headers.get("authorization", "")) if "/api/" in r.url else None)
@@ -83,12 +91,12 @@ def test_chat_report_reference_and_trace(browser: Any, scripted_app: dict[str, s
     ref.locator("summary").click()
     assert excerpt.is_visible() and len(excerpt.inner_text()) >= 20
     assert all(a == f"Bearer {scripted_app['key']}" for a in sent_auth) and sent_auth
-    page.screenshot(path=str(SHOTS / "chat.png"), full_page=True)
+    page.screenshot(path=str(shots / "chat.png"), full_page=True)
 
     # A Chinese question renders as asked.
     zh = _ask(page, "支付服务数据库连接池耗尽，请求超时，怎么排查？")
     assert zh.locator(".question").inner_text() == "支付服务数据库连接池耗尽，请求超时，怎么排查？"
-    page.screenshot(path=str(SHOTS / "chat-zh.png"), full_page=True)
+    page.screenshot(path=str(shots / "chat-zh.png"), full_page=True)
 
     # The trace view of the first run.
     run_id = turn.get_attribute("data-run-id")
@@ -118,5 +126,5 @@ def test_chat_report_reference_and_trace(browser: Any, scripted_app: dict[str, s
         page.click("#thumbs-up")
     assert fb.value.status == 202, fb.value.text()
     page.wait_for_function("document.querySelector('#feedback-state').textContent.includes('stored (up)')")
-    page.screenshot(path=str(SHOTS / "trace.png"), full_page=True)
+    page.screenshot(path=str(shots / "trace.png"), full_page=True)
     page.close()

@@ -124,22 +124,6 @@ async def test_openai_route_rejects_an_overlong_prompt(serve_app: dict[str, str]
     assert resp.status_code == 400 and resp.json()["error"]["code"] == "CONTEXT_TOO_LONG"
 
 
-async def test_a_diagnosis_end_to_end_on_the_real_engine(llm: LLMHandleModel, tmp_path: Any) -> None:
-    """The whole harness on the small real model and the bundled telemetry: a released report or a
-    reasoned fallback, never a failure, and an audit trail that reconciles."""
-    from harness.contracts import ChatRequest, ContentEvent
-    from harness.settings import HarnessSettings
-    from harness.wiring import build_pipeline, bundled_telemetry
-    from tests.conftest import REPO
-    from tests.fakes.audit_db import persist_and_trace
-    from tests.fakes.sinks import ListSink
-
-    sink = ListSink()
-    settings = HarnessSettings(max_tool_steps=3, max_tokens_per_call=300)
-    pipeline = build_pipeline(sink, settings, bundled_telemetry(REPO), model=llm)
-    events = [e async for e in pipeline.run(ChatRequest(Id="e2e", Question="payment-service requests time out. Why?"))]
-    assert events[-1].event == "done" and events[-1].outcome in ("SUCCESS", "FALLBACK")
-    assert sum(isinstance(e, ContentEvent) for e in events) == 1
-    trace = persist_and_trace(sink.records, tmp_path, "e2e")
-    assert trace["summary"]["tokens_reconciled"] and trace["summary"]["timeline_contiguous"]
-    assert trace["run"]["model_call_count"] >= 3 and trace["run"]["total_token_count"] > 0
+# A harness run on the real engine is asserted in tests/serve/test_real_diagnosis.py: over HTTP, at
+# temperature 0, with the embedded default, it must end in a DIAGNOSIS_REPORT whose references are all
+# in the run's ledger. The run that stood here accepted a report or a fallback alike and tested neither.

@@ -23,7 +23,7 @@ def test_trace_prints_a_readable_timeline(tmp_path: Path, capsys: pytest.Capture
     out = capsys.readouterr().out
     assert "run run-x  session sess-x  status SUCCEEDED" in out
     assert out.count("MODEL_TOKEN_USAGE") == 4 and "RUN_FINISHED" in out
-    assert "tokens_reconciled=True" in out
+    assert "tool_invocations 1/1" in out and "complete=True  tokens_reconciled=True" in out
     assert main(["--config", str(cfg), "trace", "missing"]) == 1
 
 
