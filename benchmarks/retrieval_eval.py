@@ -32,7 +32,13 @@ def main() -> None:
     parser.add_argument("--only", choices=sorted(SETS), default=None)
     args = parser.parse_args()
     cfg = load_config(None)
-    embedder = make_embedder(cfg.search.embedder, cfg.search.bge_m3_model, cfg.search.embedder_device)
+    embedder = make_embedder(
+        cfg.search.embedder,
+        cfg.search.bge_m3_model,
+        cfg.search.embedder_device,
+        cfg.search.bge_m3_runtime,
+        cfg.search.bge_m3_max_length,
+    )
     results = json.loads(OUT.read_text()) if OUT.exists() else {}
     for name, (folder, split) in SETS.items():
         if args.only and name != args.only:

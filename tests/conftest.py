@@ -19,11 +19,11 @@ MYSQL_ADMIN_URL = os.environ.get("RAYDIAG_TEST_MYSQL_URL", "mysql+pymysql://root
 BGE_PYTHON = REPO / ".venv-bge" / "bin" / "python"
 
 
-def run_bge(*args: str) -> str:
+def run_bge(*args: str, stdin: str | None = None) -> str:
     """Run a script under the BGE-M3 environment. No skip when it is missing: `make test` builds it
     (make install-bge), so its absence is a broken install and fails loudly."""
     assert BGE_PYTHON.exists(), f"{BGE_PYTHON} missing: run `make install-bge`"
-    done = subprocess.run([str(BGE_PYTHON), *args], cwd=REPO, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([str(BGE_PYTHON), *args], cwd=REPO, capture_output=True, text=True, timeout=300, input=stdin)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 

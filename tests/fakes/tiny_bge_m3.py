@@ -24,12 +24,11 @@ CORPUS = [
 ]
 
 
-def build(out: Path) -> Path:
-    import torch
+def _tokenizer(out: Path, max_length: int) -> int:
+    """The word-level tokenizer, saved to ``out``; its vocabulary size."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast, XLMRobertaConfig, XLMRobertaModel
+    from transformers import PreTrainedTokenizerFast
 
-    out.mkdir(parents=True, exist_ok=True)
     special = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
     tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
     tok.normalizer = normalizers.Lowercase()
@@ -48,13 +47,21 @@ def build(out: Path) -> Path:
         unk_token="<unk>",
         pad_token="<pad>",
         mask_token="<mask>",
-        model_max_length=512,
+        model_max_length=max_length,
     )
     fast.save_pretrained(out)
+    return int(tok.get_vocab_size())
 
+
+def build(out: Path) -> Path:
+    import torch
+    from transformers import XLMRobertaConfig, XLMRobertaModel
+
+    out.mkdir(parents=True, exist_ok=True)
+    vocab = _tokenizer(out, 512)
     torch.manual_seed(0)
     config = XLMRobertaConfig(
-        vocab_size=tok.get_vocab_size(),
+        vocab_size=vocab,
         hidden_size=HIDDEN,
         num_hidden_layers=2,
         num_attention_heads=2,
@@ -69,6 +76,32 @@ def build(out: Path) -> Path:
     sparse = torch.nn.Linear(HIDDEN, 1)
     torch.nn.init.constant_(sparse.bias, 1.0)  # every token gets a positive weight after the ReLU
     torch.save(sparse.state_dict(), out / "sparse_linear.pt")
+    return out
+
+
+def build_full_size(out: Path) -> Path:
+    """Random weights in BGE-M3's shape (XLM-RoBERTa large: 24 layers, 1,024 wide, 8,194 positions,
+    250,002 tokens) with the small tokenizer: for speed and memory checks on a GPU, never for quality."""
+    import torch
+    from transformers import XLMRobertaConfig, XLMRobertaModel
+
+    out.mkdir(parents=True, exist_ok=True)
+    _tokenizer(out, 8192)
+    torch.manual_seed(0)
+    config = XLMRobertaConfig(
+        vocab_size=250_002,
+        hidden_size=1024,
+        num_hidden_layers=24,
+        num_attention_heads=16,
+        intermediate_size=4096,
+        max_position_embeddings=8194,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+    )
+    XLMRobertaModel(config).save_pretrained(out)
+    torch.save(torch.nn.Linear(1024, 1).state_dict(), out / "sparse_linear.pt")
+    torch.save(torch.nn.Linear(1024, 1024).state_dict(), out / "colbert_linear.pt")
     return out
 
 

@@ -30,7 +30,7 @@ def test_the_cluster_file_is_a_serve_deploy_file() -> None:
     assert schema.applications[0].import_path == "deployments.app:app_builder"
 
 
-def test_the_cluster_app_has_gpus_autoscaling_and_the_bge_environment() -> None:
+def test_the_cluster_app_has_gpus_autoscaling_and_bge_m3() -> None:
     deps = _built()
     assert set(deps) == {"ingress", "audit", "llm", "embedder", "search"}
     ingress = deps["ingress"]._deployment_config.autoscaling_config
@@ -38,7 +38,9 @@ def test_the_cluster_app_has_gpus_autoscaling_and_the_bge_environment() -> None:
     assert deps["llm"].ray_actor_options["num_gpus"] == 1
     assert deps["llm"]._deployment_config.autoscaling_config.max_replicas == 4
     emb = deps["embedder"].ray_actor_options
-    assert emb["num_gpus"] == 0.25 and emb["runtime_env"]["py_executable"].endswith(".venv-bge/bin/python")
+    # BGE-M3 through plain transformers: the main environment, no runtime_env of its own.
+    assert emb["num_gpus"] == 0.25 and "runtime_env" not in emb
+    assert deps["embedder"].init_args[5:] == ("transformers", 8192)
     assert deps["search"].num_replicas == 2  # a Milvus server: several clients
     assert deps["audit"].num_replicas == 1  # one owner of the audit DB connection
 
