@@ -9,7 +9,7 @@ CONFIG  ?= configs/serve.local.yaml
 EXTRAS  ?= dev,cpu   # a GPU node: make install EXTRAS=gpu
 PYTEST_ARGS ?=
 
-.PHONY: install install-bge browser prometheus screenshots run test test-fast lint typecheck fmt bench bench-rca mariadb clean
+.PHONY: install install-bge browser prometheus screenshots readme-tables run test test-fast lint typecheck fmt bench bench-rca mariadb clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -99,6 +99,11 @@ bench: install prometheus mariadb
 	$(BIN)/raydiag --config $(CONFIG) models pull
 	@for b in $(filter-out benchmarks/render_readme.py,$(wildcard benchmarks/*.py)); do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 	$(BIN)/python benchmarks/render_readme.py   # README tables from the new results
+
+# The README's benchmark tables, rendered from benchmarks/results/*.json (tests/unit/test_readme.py
+# fails when they differ).
+readme-tables: install
+	$(BIN)/python benchmarks/render_readme.py
 
 # Root-cause accuracy of the service with the configured model on the 24 labelled Nezha faults
 # (about 25 minutes with the embedded model on two cores).

