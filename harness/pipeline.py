@@ -30,7 +30,7 @@ from harness.contracts import (
     VerifierEvaluation,
     VerifierOutput,
 )
-from harness.history import SessionHistory
+from harness.history import SessionHistory, SessionKey, session_key
 from harness.incident_time import incident_start
 from harness.model import ChatModel
 from harness.playbook import DEFAULT_STEPS
@@ -123,9 +123,9 @@ class DiagnosisPipeline:
                 recorder=rec,
                 settings=self.settings,
                 boundary=ToolBoundary(self.tools(scope), timeout_s=self.settings.stage_timeout_s),
-                history=self.history.get(request.Id),
+                history=self.history.get(session_key(tenant_id, request.Id)),
             )
-            async for event in self._diagnose(ctx, request.Id):
+            async for event in self._diagnose(ctx, session_key(tenant_id, request.Id)):
                 yield event
         except (GeneratorExit, BaseException) as err:
             if isinstance(err, StageError):
@@ -155,7 +155,7 @@ class DiagnosisPipeline:
         if time.time() - ctx.recorder.started_at > self.settings.run_timeout_s:
             raise StageError("RUN_TIMEOUT", f"the run took longer than {self.settings.run_timeout_s:.0f}s")
 
-    async def _diagnose(self, ctx: RunContext, session_id: str) -> AsyncGenerator[SseEvent, None]:
+    async def _diagnose(self, ctx: RunContext, session: SessionKey) -> AsyncGenerator[SseEvent, None]:
         rec = ctx.recorder
         yield StatusEvent(code="ROUTING", detail="routing the question")
         decision = await route(ctx, self.exemplars)
@@ -166,7 +166,7 @@ class DiagnosisPipeline:
             rec.finish(
                 "SUCCEEDED", intent=decision.intent, release_outcome="SUCCESS", content_type="CHAT_ANSWER", answer=text
             )
-            self.history.add(session_id, ctx.question, text)
+            self.history.add(session, ctx.question, text)
             yield DoneEvent(outcome="SUCCESS")
             return
 
@@ -258,7 +258,7 @@ class DiagnosisPipeline:
             conclusion=release.conclusion,
             self_evaluation=evaluation,
         )
-        self.history.add(session_id, ctx.question, release.answer)
+        self.history.add(session, ctx.question, release.answer)
         yield DoneEvent(outcome=release.outcome)
 
     @staticmethod

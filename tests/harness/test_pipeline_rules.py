@@ -15,8 +15,8 @@ CHAT = {"intent": "CHITCHAT", "reason": "greeting", "answer": "Hello from raydia
 MODEL_DRIVEN = {"routing": "model", "planning": "model", "playbook": False, "grounding": "model"}
 
 
-async def _run(pipeline: DiagnosisPipeline, question: str, session: str = "s") -> list:  # type: ignore[type-arg]
-    return [e async for e in pipeline.run(ChatRequest(Id=session, Question=question))]
+async def _run(pipeline: DiagnosisPipeline, question: str, session: str = "s", tenant: str | None = None) -> list:  # type: ignore[type-arg]
+    return [e async for e in pipeline.run(ChatRequest(Id=session, Question=question), tenant)]
 
 
 async def test_follow_up_questions_see_the_session_history() -> None:
@@ -26,11 +26,37 @@ async def test_follow_up_questions_see_the_session_history() -> None:
     await _run(pipeline, "second question")
     await _run(pipeline, "other session", session="t")
     # The router sees only the question; history goes to the planner and executor, so check the store.
-    assert pipeline.history.get("s") == [
+    assert pipeline.history.get(("", "s")) == [
         ("first question", "Hello from raydiag."),
         ("second question", "Hello from raydiag."),
     ]
-    assert pipeline.history.get("t") == [("other session", "Hello from raydiag.")]
+    assert pipeline.history.get(("", "t")) == [("other session", "Hello from raydiag.")]
+
+
+async def test_two_tenants_with_one_session_id_never_see_each_other() -> None:
+    """Session ids come from clients: tenant B sending tenant A's id must not get A's turns."""
+    seen: list[ModelRequest] = []
+
+    def fn(req: ModelRequest) -> ModelResponse:
+        seen.append(req)
+        if req.stage == "router":
+            return ModelResponse('{"intent": "DIAGNOSIS", "reason": "r", "answer": ""}', usage=Usage(1, 1))
+        if req.stage == "planner":
+            return ModelResponse('{"selection_reason": "x", "plan": ["p"], "reasoning": "r"}', usage=Usage(1, 1))
+        return ModelResponse("not json", usage=Usage(1, 1))
+
+    pipeline = DiagnosisPipeline(ListSink(), model=ScriptedModel(fn=fn), settings=HarnessSettings(**MODEL_DRIVEN))
+    secret = "tenant A's database password rotation broke payments"
+    await _run(pipeline, secret, session="shared", tenant="tenant-a")
+    seen.clear()
+    await _run(pipeline, "what happened before?", session="shared", tenant="tenant-b")
+    prompts = [m.content for r in seen for m in r.messages]
+    assert prompts and not any(secret in p for p in prompts)
+    assert pipeline.history.get(("tenant-b", "shared")) and pipeline.history.get(("tenant-a", "shared"))
+    # and tenant A's own follow-up does see its turn
+    seen.clear()
+    await _run(pipeline, "and now?", session="shared", tenant="tenant-a")
+    assert any(secret in m.content for r in seen if r.stage == "planner" for m in r.messages)
 
 
 async def test_history_reaches_the_planner_within_its_budget() -> None:
@@ -47,8 +73,8 @@ async def test_history_reaches_the_planner_within_its_budget() -> None:
     pipeline = DiagnosisPipeline(
         ListSink(), model=ScriptedModel(fn=fn), settings=HarnessSettings(history_token_budget=50)
     )
-    pipeline.history.add("s", "old " * 500, "long answer")  # over the budget: left out
-    pipeline.history.add("s", "what broke yesterday?", "the cache")
+    pipeline.history.add(("", "s"), "old " * 500, "long answer")  # over the budget: left out
+    pipeline.history.add(("", "s"), "what broke yesterday?", "the cache")
     await _run(pipeline, "and today?")
     planner = next(r for r in seen if r.stage == "planner")
     contents = [m.content for m in planner.messages]
