@@ -4,6 +4,8 @@ process, so this is one replica; with a Milvus server URI it can scale out."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from typing import Any
 
 import numpy as np
 from ray import serve
@@ -18,7 +20,12 @@ class SearchDeployment:
     ) -> None:
         self.store = KnowledgeStore(uri, collection, dim, lexical)
         self.fusion = fusion or FusionSettings()
-        self._lock = asyncio.Lock()  # Milvus Lite's client is not safe across threads
+        # Milvus Lite's embedded client is not safe across threads: one call at a time. A Milvus
+        # server's gRPC client is, and serialising every lookup there would cap a replica at one.
+        self._lock: asyncio.Lock | None = None if "://" in uri else asyncio.Lock()
+
+    def _one_at_a_time(self) -> Any:
+        return self._lock if self._lock is not None else contextlib.nullcontext()
 
     async def search(
         self,
@@ -29,9 +36,9 @@ class SearchDeployment:
         limit: int,
         domains: list[str] | None,
     ) -> list[Hit]:
-        async with self._lock:
+        async with self._one_at_a_time():
             return await asyncio.to_thread(self.store.search, query, qvec, mode, limit, domains, self.fusion, qlex)
 
     async def count(self) -> int:
-        async with self._lock:
+        async with self._one_at_a_time():
             return await asyncio.to_thread(self.store.count)
