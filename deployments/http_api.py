@@ -6,6 +6,7 @@ once a stream has started, errors are ``failure`` events followed by ``done``.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import logging
@@ -35,6 +36,17 @@ BodyT = TypeVar("BodyT", bound=BaseModel)
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,64}$"
 SessionId = Annotated[str, PathParam(pattern=ID_PATTERN, description="The chat session (the Id of /api/chat)")]
 RunId = Annotated[str | None, Query(pattern=ID_PATTERN, description="A run of that session; latest if omitted")]
+WaitMs = Annotated[
+    int,
+    Query(
+        ge=0,
+        le=10_000,
+        description="Wait up to this long for the run's trail to be complete (records still buffered in "
+        "another ingress replica or in the writer's queue); the reply's summary.complete says whether it is.",
+    ),
+]
+TRACE_POLL_S = 0.1
+PROBE_TIMEOUT_S = 2.0
 
 
 class AuditBackend(Protocol):
@@ -78,6 +90,10 @@ CONSOLE_HEADERS = {
 }
 
 
+def _complete(result: dict[str, Any]) -> bool:
+    return bool(result["value"].get("summary", {}).get("complete", True))
+
+
 def tenant_of(request: Request) -> str | None:
     """The tenant ApiKeyMiddleware authenticated (None when authentication is off)."""
     return getattr(request.state, "tenant", None)
@@ -115,7 +131,10 @@ def create_api(
     limiter: RunLimiter | None = None,
     retry_after_s: int = 2,
     stopping: Callable[[], bool] = lambda: False,
+    probes: dict[str, Callable[[], Awaitable[dict[str, Any]]]] | None = None,
 ) -> FastAPI:
+    """``probes``: the deployments a chat needs (llm, embedder, search), each a cheap call that
+    answers only when a replica serves; /healthz is 503 until every one does."""
     app = FastAPI(
         title="raydiag",
         version="0.1.0",
@@ -224,9 +243,16 @@ def create_api(
         return JSONResponse(result["value"])
 
     @app.get("/api/diagnosis/{sessionId}/trace", summary="Replay one run's audit trail")
-    async def trace(request: Request, sessionId: SessionId, runId: RunId = None) -> JSONResponse:
+    async def trace(request: Request, sessionId: SessionId, runId: RunId = None, waitMs: WaitMs = 0) -> JSONResponse:
+        # This replica's buffer is flushed first; another replica's records arrive on their own
+        # batching clock, so a caller that needs the whole trail waits for it, bounded.
         await flush_audit()
-        return await _trace_reply(await audit.trace(sessionId, runId, tenant_of(request)))
+        deadline = time.monotonic() + waitMs / 1000
+        result = await audit.trace(sessionId, runId, tenant_of(request))
+        while waitMs and result.get("ok") and not _complete(result) and time.monotonic() < deadline:
+            await asyncio.sleep(TRACE_POLL_S)
+            result = await audit.trace(sessionId, runId, tenant_of(request))
+        return await _trace_reply(result)
 
     @app.get("/api/diagnosis/{sessionId}/trace/reasoning", summary="Provider reasoning and assistant text")
     async def reasoning(request: Request, sessionId: SessionId, runId: RunId = None) -> JSONResponse:
@@ -271,16 +297,34 @@ def create_api(
     if api_keys:
         app.add_middleware(ApiKeyMiddleware, keys=api_keys)
 
-    @app.get("/healthz", summary="Each component's state")
+    async def probe(name: str, check: Callable[[], Awaitable[dict[str, Any]]]) -> tuple[str, dict[str, Any]]:
+        try:
+            return name, {"state": "ok", **await asyncio.wait_for(check(), PROBE_TIMEOUT_S)}
+        except TimeoutError:  # no replica answers yet: still loading (a model), or gone
+            return name, {"state": "unavailable", "error": f"no answer within {PROBE_TIMEOUT_S:.0f} s"}
+        except Exception as err:
+            return name, {"state": "unavailable", "error": type(err).__name__}
+
+    @app.get("/healthz", summary="Readiness: each component's state; 503 until a chat can be served")
     async def healthz() -> JSONResponse:
         if stopping():  # tell load balancers to send nothing more here
             return JSONResponse({"status": "stopping", "components": {"ingress": {"state": "stopping"}}}, 503)
         components: dict[str, Any] = {"ingress": {"state": "ok"}}
+        required = dict(await asyncio.gather(*(probe(n, c) for n, c in (probes or {}).items())))
+        components.update(required)
         try:
             components["audit"] = await audit.health()
         except Exception as err:
             components["audit"] = {"state": "down", "error": type(err).__name__}
+        if any(c["state"] != "ok" for c in required.values()):
+            # A chat would fail: a load balancer or a readiness probe must not send one here.
+            return JSONResponse({"status": "unavailable", "components": components}, 503)
+        # The audit trail spills to disk through an outage, so chats still work: degraded, not down.
         overall = "ok" if all(c.get("state") == "ok" for c in components.values()) else "degraded"
         return JSONResponse({"status": overall, "components": components})
+
+    @app.get("/livez", summary="Liveness: the ingress process answers (no other component is asked)")
+    async def livez() -> JSONResponse:
+        return JSONResponse({"status": "alive"})
 
     return app

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from typing import Any
 
@@ -15,6 +15,7 @@ from ray import serve
 from ray.serve.handle import DeploymentHandle
 
 from audit.records import AuditRecord
+from audit.spill_owner import adopt_orphans, claim, family_of, replica_spill_path
 from deployments.audit_client import BufferedAuditSink
 from deployments.config import AppConfig
 from deployments.http_api import create_api, error
@@ -91,6 +92,36 @@ def _embed(embedder: DeploymentHandle | None) -> Embed | None:
     return embed
 
 
+def readiness_probes(
+    llm: DeploymentHandle | None, embedder: DeploymentHandle | None, search: DeploymentHandle | None
+) -> dict[str, Callable[[], Awaitable[dict[str, Any]]]]:
+    """One cheap call per deployment a chat needs; each answers only once a replica serves it (a
+    handle call waits while the LLM replica still loads its model)."""
+    probes: dict[str, Callable[[], Awaitable[dict[str, Any]]]] = {}
+    if llm is not None:
+        llm_handle = llm
+
+        async def llm_ready() -> dict[str, Any]:
+            return {"models": await llm_handle.models.remote()}
+
+        probes["llm"] = llm_ready
+    if embedder is not None:
+        embedder_handle = embedder
+
+        async def embedder_ready() -> dict[str, Any]:
+            return dict(await embedder_handle.info.remote())
+
+        probes["embedder"] = embedder_ready
+    if search is not None:
+        search_handle = search
+
+        async def search_ready() -> dict[str, Any]:
+            return {"chunks": await search_handle.count.remote()}
+
+        probes["search"] = search_ready
+    return probes
+
+
 class AuditHandle:
     """Adapts the audit deployment's handle to the API's ``AuditBackend`` protocol."""
 
@@ -134,11 +165,18 @@ class Ingress:
     ) -> None:
         self.cfg = cfg
         self.llm = llm
+        self.probes = readiness_probes(llm, embedder, search)
         self.audit = AuditHandle(audit)
+        ctx = serve.get_replica_context()
+        # One spill file per replica, owned (flock) while it lives; files of replicas that are gone are
+        # adopted here, so their records ship with this replica's (audit/spill_owner.py).
+        spill = replica_spill_path(cfg.audit.spill_path, f"ingress-{ctx.replica_id.unique_id}")
+        self._spill_lock = claim(spill)
+        adopt_orphans(spill, family_of(cfg.audit.spill_path, "ingress"))
         self.sink = BufferedAuditSink(
             self.audit.submit,
             batch_size=cfg.audit.batch_size,
-            spill_path=str(cfg.audit.spill_path).replace(".jsonl", "-ingress.jsonl"),
+            spill_path=str(spill),
             retry_max_s=cfg.audit.retry_max_s,
         )
         # The pipeline class is injectable (by import path, so it crosses process boundaries) for tests
@@ -159,7 +197,6 @@ class Ingress:
         # their stream open, so a busy replica's event loop stays short and new streams start fast.
         self.active_runs = asyncio.Semaphore(cfg.ingress.max_active_runs)
         self.limiter = RunLimiter(cfg.ingress.max_concurrent_runs, cfg.ingress.max_runs_per_tenant)
-        ctx = serve.get_replica_context()
         self.drain = DrainWatch(ctx.app_name, ctx.replica_id.unique_id, self.limiter.in_flight)
         # Serve runs a synchronous constructor on the replica's event loop: the watch lives there.
         self._drain_task = asyncio.get_running_loop().create_task(self.drain.run())
@@ -216,6 +253,7 @@ class Ingress:
             limiter=self.limiter,
             retry_after_s=self.cfg.ingress.retry_after_s,
             stopping=lambda: self.drain.draining,
+            probes=self.probes,
         )
         if self.llm is not None:
             add_openai_routes(app, self.llm, error)
@@ -224,4 +262,5 @@ class Ingress:
     async def __del__(self) -> None:
         self._drain_task.cancel()
         await self.drain.leave()
-        await self.sink.close()
+        await self.sink.close()  # what it could not ship is in its spill file now
+        self._spill_lock.close()  # the next replica on this node may adopt that file

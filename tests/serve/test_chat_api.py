@@ -81,6 +81,10 @@ async def test_healthz_reports_components(client: httpx.AsyncClient) -> None:
     assert body["status"] == "ok"
     assert body["components"]["ingress"]["state"] == "ok"
     assert body["components"]["audit"]["state"] == "ok" and body["components"]["audit"]["dialect"] == "sqlite"
+    # every deployment a chat needs answered its probe
+    assert {body["components"][n]["state"] for n in ("llm", "embedder", "search")} == {"ok"}
+    assert body["components"]["search"]["chunks"] > 0 and body["components"]["embedder"]["dim"] == 512
+    assert (await client.get("/livez")).json() == {"status": "alive"}
 
 
 async def test_trace_reasoning_runs_and_feedback(client: httpx.AsyncClient) -> None:
