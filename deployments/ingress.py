@@ -18,7 +18,7 @@ from audit.records import AuditRecord
 from audit.spill_owner import adopt_orphans, claim, family_of, replica_spill_path
 from deployments.audit_client import BufferedAuditSink
 from deployments.config import AppConfig
-from deployments.http_api import create_api, error
+from deployments.http_api import create_api, error, tenant_of
 from deployments.limits import RunLimiter
 from deployments.llm_client import LLMHandleModel
 from deployments.openai_api import add_openai_routes
@@ -256,7 +256,16 @@ class Ingress:
             probes=self.probes,
         )
         if self.llm is not None:
-            add_openai_routes(app, self.llm, error)
+            add_openai_routes(
+                app,
+                self.llm,
+                error,
+                limiter=self.limiter,
+                sink=self.sink,
+                retry_after_s=self.cfg.ingress.retry_after_s,
+                stopping=lambda: self.drain.draining,
+                tenant_of=tenant_of,
+            )
         return app
 
     async def __del__(self) -> None:

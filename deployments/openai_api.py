@@ -1,20 +1,28 @@
-"""OpenAI-compatible routes on the ingress: ``GET /v1/models``, ``POST /v1/chat/completions``."""
+"""OpenAI-compatible routes on the ingress: ``GET /v1/models``, ``POST /v1/chat/completions``.
+
+A completion is admitted by the same limiter as a diagnosis (429 over a cap, 503 while draining) and
+audited as a run of its own (agent flow ``OPENAI``: RUN_STARTED, MODEL_TOKEN_USAGE, RUN_FINISHED, in
+session ``openai-<tenant>``), so the model's use through /v1 is counted and traceable like /api/chat.
+"""
 
 from __future__ import annotations
 
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from ray.serve.handle import DeploymentHandle
 
+from deployments.limits import RunLimiter
 from deployments.llm_client import LLMHandleModel
 from harness.model import Message, ModelError, ModelRequest
+from harness.protocols import AuditSink
+from harness.recorder import RunRecorder, Usage
 
 
 class ChatMessage(BaseModel):
@@ -48,7 +56,31 @@ class ChatCompletionRequest(BaseModel):
         return (rf.json_schema or {}).get("schema") or {"type": "object"}
 
 
-def add_openai_routes(app: FastAPI, llm: DeploymentHandle, error: Any) -> None:
+class _NoAudit:
+    def emit(self, record: Any) -> None:
+        pass
+
+
+def _recorder(sink: AuditSink | None, req: ChatCompletionRequest, cid: str, tenant: str | None) -> RunRecorder:
+    users = [m.content for m in req.messages if m.role == "user"]
+    query = (users[-1] if users else req.messages[-1].content)[:2000]
+    session = f"openai-{tenant or 'anonymous'}"[:64]
+    rec = RunRecorder(sink or _NoAudit(), session, cid, query, tenant_id=tenant)
+    rec.start(agent_flow="OPENAI")
+    return rec
+
+
+def add_openai_routes(
+    app: FastAPI,
+    llm: DeploymentHandle,
+    error: Any,
+    *,
+    limiter: RunLimiter | None = None,
+    sink: AuditSink | None = None,
+    retry_after_s: int = 2,
+    stopping: Callable[[], bool] = lambda: False,
+    tenant_of: Callable[[Request], str | None] = lambda r: None,
+) -> None:
     model = LLMHandleModel(llm)
 
     @app.get("/v1/models", summary="OpenAI-compatible: the served model")
@@ -62,50 +94,102 @@ def add_openai_routes(app: FastAPI, llm: DeploymentHandle, error: Any) -> None:
         )
 
     @app.post("/v1/chat/completions", summary="OpenAI-compatible chat completions (stream and non-stream)")
-    async def chat_completions(req: ChatCompletionRequest) -> Any:
-        names = await llm.models.remote()
-        name = names[0]
-        max_tokens = req.max_completion_tokens or req.max_tokens or 512
+    async def chat_completions(req: ChatCompletionRequest, http: Request) -> Any:
+        if stopping():
+            return error(
+                503, "SERVICE_STOPPING", "the service is stopping", headers={"Retry-After": str(retry_after_s)}
+            )
+        tenant = tenant_of(http)
+        slot, reason = limiter.acquire(tenant) if limiter else (0, "")
+        if slot is None:
+            return error(429, "TOO_MANY_RUNS", reason, headers={"Retry-After": str(retry_after_s)})
+        if limiter:
+            limiter.start(slot)
         created = int(time.time())
         cid = f"chatcmpl-{uuid.uuid4().hex}"
-        if req.stream:
-            return StreamingResponse(_stream(llm, req, max_tokens, cid, created, name), media_type="text/event-stream")
-        request = ModelRequest(
-            messages=[Message(m.role, m.content) for m in req.messages],
-            stage="openai",
-            json_schema=req.output_schema(),
-            max_tokens=max_tokens,
-            temperature=req.temperature,
-        )
+        rec = _recorder(sink, req, cid, tenant)
         try:
-            resp = await model.complete(request)
-        except ModelError as err:
-            status = 400 if err.code in ("CONTEXT_TOO_LONG", "INVALID_REQUEST") else 503
-            return error(status, err.code, str(err))
-        usage = resp.usage
-        body = {
-            "id": cid,
-            "object": "chat.completion",
-            "created": created,
-            "model": name,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": resp.text},
-                    "finish_reason": resp.finish_reason,
-                }
-            ],
-            "usage": {
-                "prompt_tokens": usage.input_tokens if usage else 0,
-                "completion_tokens": usage.output_tokens if usage else 0,
-                "total_tokens": usage.total_tokens if usage else 0,
-            },
-        }
-        return JSONResponse(body)
+            names = await llm.models.remote()
+        except Exception:
+            if limiter:
+                limiter.release(slot)
+            rec.finish("FAILED", release_outcome="FAILED", error_code="UNAVAILABLE")
+            raise
+        name = names[0]
+        max_tokens = req.max_completion_tokens or req.max_tokens or 512
+        if req.stream:
+
+            async def streamed() -> AsyncIterator[bytes]:
+                try:
+                    async for part in _stream(llm, req, max_tokens, cid, created, name, rec):
+                        yield part
+                finally:
+                    if limiter:
+                        limiter.release(slot)
+
+            return StreamingResponse(streamed(), media_type="text/event-stream")
+        try:
+            return await _complete(model, req, max_tokens, cid, created, name, rec, error)
+        finally:
+            if limiter:
+                limiter.release(slot)
+
+
+async def _complete(
+    model: LLMHandleModel,
+    req: ChatCompletionRequest,
+    max_tokens: int,
+    cid: str,
+    created: int,
+    name: str,
+    rec: RunRecorder,
+    error: Any,
+) -> Any:
+    request = ModelRequest(
+        messages=[Message(m.role, m.content) for m in req.messages],
+        stage="openai",
+        json_schema=req.output_schema(),
+        max_tokens=max_tokens,
+        temperature=req.temperature,
+    )
+    try:
+        resp = await model.complete(request)
+    except ModelError as err:
+        status = 400 if err.code in ("CONTEXT_TOO_LONG", "INVALID_REQUEST") else 503
+        rec.finish("FAILED", release_outcome="FAILED", error_code=err.code, error_message=str(err))
+        return error(status, err.code, str(err))
+    usage = resp.usage
+    rec.model_usage("MODEL", "openai", 1, usage)
+    rec.finish("SUCCEEDED", release_outcome="SUCCESS", content_type="OPENAI_COMPLETION")
+    body = {
+        "id": cid,
+        "object": "chat.completion",
+        "created": created,
+        "model": name,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": resp.text},
+                "finish_reason": resp.finish_reason,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": usage.input_tokens if usage else 0,
+            "completion_tokens": usage.output_tokens if usage else 0,
+            "total_tokens": usage.total_tokens if usage else 0,
+        },
+    }
+    return JSONResponse(body)
 
 
 async def _stream(
-    llm: DeploymentHandle, req: ChatCompletionRequest, max_tokens: int, cid: str, created: int, name: str
+    llm: DeploymentHandle,
+    req: ChatCompletionRequest,
+    max_tokens: int,
+    cid: str,
+    created: int,
+    name: str,
+    rec: RunRecorder,
 ) -> AsyncIterator[bytes]:
     messages = [{"role": m.role, "content": m.content} for m in req.messages]
 
@@ -121,14 +205,30 @@ async def _stream(
             body["usage"] = {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}
         return f"data: {json.dumps(body, ensure_ascii=False)}\n\n".encode()
 
-    yield chunk({"role": "assistant", "content": ""})
-    gen: Any = llm.options(stream=True).stream_chat.remote(messages, max_tokens, req.temperature, req.output_schema())
-    async for item in gen:
-        if "delta" in item:
-            yield chunk({"content": item["delta"]})
-        elif "error" in item:
-            yield f"data: {json.dumps({'error': {'message': item['error']}})}\n\n".encode()
-            break
+    usage: Usage | None = None
+    failed: str | None = "CLIENT_DISCONNECTED"
+    try:
+        yield chunk({"role": "assistant", "content": ""})
+        gen: Any = llm.options(stream=True).stream_chat.remote(
+            messages, max_tokens, req.temperature, req.output_schema()
+        )
+        async for item in gen:
+            if "delta" in item:
+                yield chunk({"content": item["delta"]})
+            elif "error" in item:
+                failed = "ENGINE_ERROR"
+                yield f"data: {json.dumps({'error': {'message': item['error']}})}\n\n".encode()
+                break
+            else:
+                u = item["usage"]
+                usage = Usage(int(u["prompt_tokens"]), int(u["completion_tokens"]))
+                failed = None
+                yield chunk({}, item["finish_reason"], item["usage"])
+        yield b"data: [DONE]\n\n"
+    finally:
+        if usage is not None or failed == "CLIENT_DISCONNECTED":
+            rec.model_usage("MODEL", "openai", 1, usage)  # a call that ran; without usage if cut short
+        if failed is None:
+            rec.finish("SUCCEEDED", release_outcome="SUCCESS", content_type="OPENAI_COMPLETION")
         else:
-            yield chunk({}, item["finish_reason"], item["usage"])
-    yield b"data: [DONE]\n\n"
+            rec.finish("FAILED", release_outcome="FAILED", error_code=failed)
