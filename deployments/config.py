@@ -124,6 +124,14 @@ class IngressSettings(_Section):
     max_runs_per_tenant: int = Field(
         default=32, gt=0, description="Chat runs in flight per authenticated tenant per replica."
     )
+    session_memory: Literal["cluster", "replica"] = Field(
+        default="cluster",
+        description="Where a session's earlier turns live: cluster (one Ray actor every ingress replica shares; "
+        "survives an ingress restart) or replica (each replica's own memory).",
+    )
+    session_memory_timeout_s: float = Field(
+        default=0.5, gt=0, description="The longest a run waits on the shared session memory (then: no history)."
+    )
     retry_after_s: int = Field(default=2, gt=0, description="Retry-After of a 429.")
     max_queued_requests: int = Field(
         default=64,

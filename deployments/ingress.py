@@ -23,6 +23,7 @@ from deployments.limits import RunLimiter
 from deployments.llm_client import LLMHandleModel
 from deployments.openai_api import add_openai_routes
 from deployments.openai_client import OpenAIEndpointModel
+from deployments.session_memory import SharedHistory, memory_actor
 from deployments.stopping import DrainWatch
 from harness.contracts import ChatRequest, SseEvent, event_data
 from harness.model import ChatModel
@@ -192,6 +193,11 @@ class Ingress:
             lookup=_lookup(cfg, embedder, search),
             pipeline_cls=cls,
             embed=_embed(embedder),
+            history=(
+                SharedHistory(memory_actor(ctx.app_name), cfg.ingress.session_memory_timeout_s)
+                if cfg.ingress.session_memory == "cluster"
+                else None
+            ),
         )
         # Runs past their first event that may work at once; the others wait their turn (FIFO) with
         # their stream open, so a busy replica's event loop stays short and new streams start fast.

@@ -30,7 +30,7 @@ from harness.contracts import (
     VerifierEvaluation,
     VerifierOutput,
 )
-from harness.history import SessionHistory, SessionKey, session_key
+from harness.history import HistoryStore, SessionHistory, SessionKey, session_key
 from harness.incident_time import incident_start
 from harness.model import ChatModel
 from harness.playbook import DEFAULT_STEPS
@@ -75,7 +75,7 @@ class DiagnosisPipeline:
         tools: Callable[[RunScope], list[Tool]] | None = None,
         skills: dict[str, Skill] | None = None,
         domains: str = DEFAULT_DOMAINS,
-        history: SessionHistory | None = None,
+        history: HistoryStore | None = None,
         run_id_factory: Callable[[], str] = new_run_id,
         clock: Callable[[], float] = time.time,
         embed: Embed | None = None,
@@ -87,7 +87,7 @@ class DiagnosisPipeline:
         self.skills = skills or {}
         self.exemplars = ExemplarRouter(embed) if embed is not None else None
         self.domains = domains
-        self.history = history or SessionHistory()
+        self.history: HistoryStore = history or SessionHistory()
         self.run_id_factory = run_id_factory
         self.clock = clock
 
@@ -123,7 +123,7 @@ class DiagnosisPipeline:
                 recorder=rec,
                 settings=self.settings,
                 boundary=ToolBoundary(self.tools(scope), timeout_s=self.settings.stage_timeout_s),
-                history=self.history.get(session_key(tenant_id, request.Id)),
+                history=await self.history.get(session_key(tenant_id, request.Id)),
             )
             async for event in self._diagnose(ctx, session_key(tenant_id, request.Id)):
                 yield event
@@ -166,7 +166,7 @@ class DiagnosisPipeline:
             rec.finish(
                 "SUCCEEDED", intent=decision.intent, release_outcome="SUCCESS", content_type="CHAT_ANSWER", answer=text
             )
-            self.history.add(session, ctx.question, text)
+            await self.history.add(session, ctx.question, text)
             yield DoneEvent(outcome="SUCCESS")
             return
 
@@ -258,7 +258,7 @@ class DiagnosisPipeline:
             conclusion=release.conclusion,
             self_evaluation=evaluation,
         )
-        self.history.add(session, ctx.question, release.answer)
+        await self.history.add(session, ctx.question, release.answer)
         yield DoneEvent(outcome=release.outcome)
 
     @staticmethod

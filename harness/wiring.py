@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.history import HistoryStore
 from harness.model import ChatModel
 from harness.pipeline import DiagnosisPipeline
 from harness.protocols import AuditSink
@@ -80,6 +81,7 @@ def build_pipeline(
     lookup: KnowledgeLookup | None = None,
     pipeline_cls: type[DiagnosisPipeline] = DiagnosisPipeline,
     embed: Embed | None = None,
+    history: HistoryStore | None = None,
 ) -> DiagnosisPipeline:
     """A pipeline with the shipped skills, the telemetry tools and, when given, lookup_knowledge and the
     embedder (the router's exemplar similarity)."""
@@ -92,4 +94,5 @@ def build_pipeline(
         skills=skills,
         clock=service_clock(telemetry),
         embed=embed,
+        history=history,
     )

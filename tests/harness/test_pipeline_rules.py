@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harness.contracts import ChatRequest, ContentEvent, FailureEvent
+from harness.history import SessionHistory
 from harness.model import ModelRequest, ModelResponse, ToolCall
 from harness.pipeline import DiagnosisPipeline
 from harness.recorder import Usage
@@ -21,16 +22,17 @@ async def _run(pipeline: DiagnosisPipeline, question: str, session: str = "s", t
 
 async def test_follow_up_questions_see_the_session_history() -> None:
     model = ScriptedModel({"router": [CHAT, CHAT, CHAT]})
-    pipeline = DiagnosisPipeline(ListSink(), model=model)
+    history = SessionHistory()
+    pipeline = DiagnosisPipeline(ListSink(), model=model, history=history)
     await _run(pipeline, "first question")
     await _run(pipeline, "second question")
     await _run(pipeline, "other session", session="t")
     # The router sees only the question; history goes to the planner and executor, so check the store.
-    assert pipeline.history.get(("", "s")) == [
+    assert history.get_now(("", "s")) == [
         ("first question", "Hello from raydiag."),
         ("second question", "Hello from raydiag."),
     ]
-    assert pipeline.history.get(("", "t")) == [("other session", "Hello from raydiag.")]
+    assert history.get_now(("", "t")) == [("other session", "Hello from raydiag.")]
 
 
 async def test_two_tenants_with_one_session_id_never_see_each_other() -> None:
@@ -45,14 +47,17 @@ async def test_two_tenants_with_one_session_id_never_see_each_other() -> None:
             return ModelResponse('{"selection_reason": "x", "plan": ["p"], "reasoning": "r"}', usage=Usage(1, 1))
         return ModelResponse("not json", usage=Usage(1, 1))
 
-    pipeline = DiagnosisPipeline(ListSink(), model=ScriptedModel(fn=fn), settings=HarnessSettings(**MODEL_DRIVEN))
+    history = SessionHistory()
+    pipeline = DiagnosisPipeline(
+        ListSink(), model=ScriptedModel(fn=fn), settings=HarnessSettings(**MODEL_DRIVEN), history=history
+    )
     secret = "tenant A's database password rotation broke payments"
     await _run(pipeline, secret, session="shared", tenant="tenant-a")
     seen.clear()
     await _run(pipeline, "what happened before?", session="shared", tenant="tenant-b")
     prompts = [m.content for r in seen for m in r.messages]
     assert prompts and not any(secret in p for p in prompts)
-    assert pipeline.history.get(("tenant-b", "shared")) and pipeline.history.get(("tenant-a", "shared"))
+    assert history.get_now(("tenant-b", "shared")) and history.get_now(("tenant-a", "shared"))
     # and tenant A's own follow-up does see its turn
     seen.clear()
     await _run(pipeline, "and now?", session="shared", tenant="tenant-a")
@@ -70,11 +75,12 @@ async def test_history_reaches_the_planner_within_its_budget() -> None:
             return ModelResponse('{"selection_reason": "x", "plan": ["p"], "reasoning": "r"}', usage=Usage(1, 1))
         return ModelResponse("not json", usage=Usage(1, 1))
 
+    history = SessionHistory()
     pipeline = DiagnosisPipeline(
-        ListSink(), model=ScriptedModel(fn=fn), settings=HarnessSettings(history_token_budget=50)
+        ListSink(), model=ScriptedModel(fn=fn), settings=HarnessSettings(history_token_budget=50), history=history
     )
-    pipeline.history.add(("", "s"), "old " * 500, "long answer")  # over the budget: left out
-    pipeline.history.add(("", "s"), "what broke yesterday?", "the cache")
+    history.add_now(("", "s"), "old " * 500, "long answer")  # over the budget: left out
+    history.add_now(("", "s"), "what broke yesterday?", "the cache")
     await _run(pipeline, "and today?")
     planner = next(r for r in seen if r.stage == "planner")
     contents = [m.content for m in planner.messages]

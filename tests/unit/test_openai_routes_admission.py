@@ -19,6 +19,7 @@ from harness.model import ModelResponse
 from harness.recorder import Usage
 from tests.fakes.audit_db import persist_and_trace
 from tests.fakes.sinks import ListSink
+from tests.unit.test_limits import until
 
 
 class _Method:
@@ -104,13 +105,11 @@ async def test_a_tenant_over_its_cap_gets_429_and_a_draining_replica_503() -> No
     sink, limiter, draining = ListSink(), RunLimiter(8, 1), [False]
     async with client(app_with(FakeLLM(gate), limiter, sink, draining)) as c:
         first = asyncio.create_task(c.post("/v1/chat/completions", json=BODY, headers={"x-tenant": "team-a"}))
-        while limiter.in_flight("team-a") == 0:
-            await asyncio.sleep(0.01)
+        await until(lambda: limiter.in_flight("team-a") == 1)
         over = await c.post("/v1/chat/completions", json=BODY, headers={"x-tenant": "team-a"})
         assert over.status_code == 429 and over.json()["error"]["code"] == "TOO_MANY_RUNS"
         other = asyncio.create_task(c.post("/v1/chat/completions", json=BODY, headers={"x-tenant": "team-b"}))
-        while limiter.in_flight("team-b") == 0:  # another tenant is admitted beside it
-            await asyncio.sleep(0.01)
+        await until(lambda: limiter.in_flight("team-b") == 1)  # another tenant is admitted beside it
         draining[0] = True
         stopped = await c.post("/v1/chat/completions", json=BODY, headers={"x-tenant": "team-c"})
         assert stopped.status_code == 503 and stopped.headers["retry-after"] == "2"
@@ -119,4 +118,3 @@ async def test_a_tenant_over_its_cap_gets_429_and_a_draining_replica_503() -> No
     assert limiter.in_flight() == 0
     finished = [r for r in sink.records if r.kind == "run_finished"]
     assert len(finished) == 2  # the refused requests started no run
-
