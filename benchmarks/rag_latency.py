@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -56,16 +57,22 @@ MARKDOWN_CORPORA = (
 LOGS = ("loghub-2k/*/*_2k.log", "nezha-rca-onlineboutique/rca_data/*/log/*.csv")
 
 
+def doc_id(path: str) -> str:
+    """A store-valid document id from a path (lower-case letters, digits, '-', '_'); file names repeat
+    across corpora (README.md, …), so the whole path counts."""
+    return re.sub(r"[^a-z0-9\u4e00-\u9fff_]+", "-", path.lower()).strip("-")
+
+
 def _log_documents() -> list[tuple[str, str]]:
     paths = [p for pattern in LOGS for p in sorted(DATA.glob(pattern))]
-    return [(f"log-{p.relative_to(DATA)}", p.read_text(encoding="utf-8", errors="replace")) for p in paths]
+    return [(doc_id(f"log-{p.relative_to(DATA)}"), p.read_text(encoding="utf-8", errors="replace")) for p in paths]
 
 
 def corpus_chunks(limit: int, max_chars: int) -> list[Chunk]:
     def files(root: Path) -> list[Chunk]:
         # doc ids by path inside the corpus: file names repeat across corpora (README.md, …)
         return [
-            dataclasses.replace(c, doc_id=f"{root.name}/{p.relative_to(root)}")
+            dataclasses.replace(c, doc_id=doc_id(f"{root.name}/{p.relative_to(root)}"))
             for p in find_documents(root)
             for c in chunk_file(p, max_chars=max_chars)
         ]
@@ -81,10 +88,10 @@ def corpus_chunks(limit: int, max_chars: int) -> list[Chunk]:
                 )
     for name in MARKDOWN_CORPORA:
         chunks += files(DATA / name)
-    for doc_id, text in _log_documents():
+    for name, text in _log_documents():
         if len(chunks) >= limit:
             break
-        chunks += chunk_document(doc_id, text, domain="logs", source=doc_id.split("/")[0], max_chars=max_chars)
+        chunks += chunk_document(name, text, domain="logs", source="logs", max_chars=max_chars)
     return chunks[:limit]
 
 
