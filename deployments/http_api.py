@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from audit.records import AuditRecord
+from deployments.admission import Admission, ClusterTenantCap
 from deployments.auth import ApiKeyMiddleware
 from deployments.limits import RunLimiter
 from deployments.sse import frame_event
@@ -132,9 +133,12 @@ def create_api(
     retry_after_s: int = 2,
     stopping: Callable[[], bool] = lambda: False,
     probes: dict[str, Callable[[], Awaitable[dict[str, Any]]]] | None = None,
+    cluster_cap: ClusterTenantCap | None = None,
 ) -> FastAPI:
     """``probes``: the deployments a chat needs (llm, embedder, search), each a cheap call that
-    answers only when a replica serves; /healthz is 503 until every one does."""
+    answers only when a replica serves; /healthz is 503 until every one does. ``cluster_cap``: the
+    tenant cap counted across every ingress replica (deployments/admission.py)."""
+    admission = Admission(limiter, cluster_cap)
     app = FastAPI(
         title="raydiag",
         version="0.1.0",
@@ -213,14 +217,13 @@ def create_api(
                 headers={"Retry-After": str(retry_after_s)},
             )
         tenant = tenant_of(request)
-        slot, reason = limiter.acquire(tenant) if limiter else (0, "")
-        if slot is None:
+        ticket, reason = await admission.admit(tenant)
+        if ticket is None:
             return error(429, "TOO_MANY_RUNS", reason, headers={"Retry-After": str(retry_after_s)})
 
         async def stream() -> AsyncIterator[bytes]:
             n = 0
-            if limiter:
-                limiter.start(slot)
+            admission.start(ticket)
             try:
                 # aclosing: on client disconnect the pipeline is closed now (recorded ABORTED), not at GC.
                 async with aclosing(run_chat(req, tenant)) as events:
@@ -228,8 +231,7 @@ def create_api(
                         n += 1
                         yield frame_event(event, n)
             finally:
-                if limiter:
-                    limiter.release(slot)
+                await admission.release(ticket)
 
         return StreamingResponse(
             stream(),

@@ -16,6 +16,7 @@ from ray.serve.handle import DeploymentHandle
 
 from audit.records import AuditRecord
 from audit.spill_owner import adopt_orphans, claim, family_of, replica_spill_path
+from deployments.admission import ClusterTenantCap
 from deployments.audit_client import BufferedAuditSink
 from deployments.config import AppConfig
 from deployments.http_api import create_api, error, tenant_of
@@ -204,6 +205,8 @@ class Ingress:
         self.active_runs = asyncio.Semaphore(cfg.ingress.max_active_runs)
         self.limiter = RunLimiter(cfg.ingress.max_concurrent_runs, cfg.ingress.max_runs_per_tenant)
         self.drain = DrainWatch(ctx.app_name, ctx.replica_id.unique_id, self.limiter.in_flight)
+        # A tenant's cap counts its runs on every replica (the control actor the drain watch reports to).
+        self.cluster_cap = ClusterTenantCap(ctx.app_name, ctx.replica_id.unique_id, cfg.ingress.max_runs_per_tenant)
         # Serve runs a synchronous constructor on the replica's event loop: the watch lives there.
         self._drain_task = asyncio.get_running_loop().create_task(self.drain.run())
 
@@ -260,6 +263,7 @@ class Ingress:
             retry_after_s=self.cfg.ingress.retry_after_s,
             stopping=lambda: self.drain.draining,
             probes=self.probes,
+            cluster_cap=self.cluster_cap,
         )
         if self.llm is not None:
             add_openai_routes(
@@ -267,6 +271,7 @@ class Ingress:
                 self.llm,
                 error,
                 limiter=self.limiter,
+                cluster_cap=self.cluster_cap,
                 sink=self.sink,
                 retry_after_s=self.cfg.ingress.retry_after_s,
                 stopping=lambda: self.drain.draining,

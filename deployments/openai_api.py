@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from ray.serve.handle import DeploymentHandle
 
+from deployments.admission import Admission, ClusterTenantCap
 from deployments.limits import RunLimiter
 from deployments.llm_client import LLMHandleModel
 from harness.model import Message, ModelError, ModelRequest
@@ -76,12 +77,14 @@ def add_openai_routes(
     error: Any,
     *,
     limiter: RunLimiter | None = None,
+    cluster_cap: ClusterTenantCap | None = None,
     sink: AuditSink | None = None,
     retry_after_s: int = 2,
     stopping: Callable[[], bool] = lambda: False,
     tenant_of: Callable[[Request], str | None] = lambda r: None,
 ) -> None:
     model = LLMHandleModel(llm)
+    admission = Admission(limiter, cluster_cap)
 
     @app.get("/v1/models", summary="OpenAI-compatible: the served model")
     async def models() -> JSONResponse:
@@ -100,19 +103,17 @@ def add_openai_routes(
                 503, "SERVICE_STOPPING", "the service is stopping", headers={"Retry-After": str(retry_after_s)}
             )
         tenant = tenant_of(http)
-        slot, reason = limiter.acquire(tenant) if limiter else (0, "")
-        if slot is None:
+        ticket, reason = await admission.admit(tenant)
+        if ticket is None:
             return error(429, "TOO_MANY_RUNS", reason, headers={"Retry-After": str(retry_after_s)})
-        if limiter:
-            limiter.start(slot)
+        admission.start(ticket)
         created = int(time.time())
         cid = f"chatcmpl-{uuid.uuid4().hex}"
         rec = _recorder(sink, req, cid, tenant)
         try:
             names = await llm.models.remote()
         except Exception:
-            if limiter:
-                limiter.release(slot)
+            await admission.release(ticket)
             rec.finish("FAILED", release_outcome="FAILED", error_code="UNAVAILABLE")
             raise
         name = names[0]
@@ -124,15 +125,13 @@ def add_openai_routes(
                     async for part in _stream(llm, req, max_tokens, cid, created, name, rec):
                         yield part
                 finally:
-                    if limiter:
-                        limiter.release(slot)
+                    await admission.release(ticket)
 
             return StreamingResponse(streamed(), media_type="text/event-stream")
         try:
             return await _complete(model, req, max_tokens, cid, created, name, rec, error)
         finally:
-            if limiter:
-                limiter.release(slot)
+            await admission.release(ticket)
 
 
 async def _complete(

@@ -46,17 +46,56 @@ class _Report:
     idle_since: float | None  # draining with nothing in flight since then
 
 
+@dataclass
+class _TenantSlot:
+    app: str
+    tenant: str
+    replica: str
+    at: float
+
+
+# A cluster slot outlives no run: runs end within the harness's run timeout, so an older slot is one
+# whose release was lost (the replica's call failed) and is dropped.
+SLOT_MAX_AGE_S = 1800.0
+
+
 class DrainBoard:
-    """Which applications are stopping, and what each of their ingress replicas last reported.
-    Runs as the one ``StopSignal`` actor of a cluster."""
+    """Which applications are stopping, what each of their ingress replicas last reported, and the
+    per-tenant runs in flight across all of them (cluster-wide tenant caps). Runs as the one
+    ``StopSignal`` actor of a cluster; the replicas' reports every ``REPORT_INTERVAL_S`` are also
+    their heartbeat: the slots of a replica that stopped reporting are freed."""
 
     def __init__(self, clock: Any = time.monotonic) -> None:
         self.clock = clock
         self.stopping: set[str] = set()
         self.reports: dict[tuple[str, str], _Report] = {}
+        self.slots: dict[int, _TenantSlot] = {}
+        self._next_slot = 0
+        self._seen: dict[tuple[str, str], float] = {}  # a replica's last report or admission
+
+    def acquire(self, app: str, tenant: str, replica: str, cap: int) -> int | None:
+        """A slot for one more run of ``tenant`` in ``app`` if fewer than ``cap`` are in flight
+        cluster-wide; None at the cap."""
+        now = self.clock()
+        self._seen[(app, replica)] = now  # asking is a sign of life too (before its first report)
+        live = {r for (a, r), at in self._seen.items() if a == app and now - at < STALE_AFTER_S}
+        for sid in [
+            k for k, s in self.slots.items() if (s.app == app and s.replica not in live) or now - s.at > SLOT_MAX_AGE_S
+        ]:
+            del self.slots[sid]
+        held = sum(1 for s in self.slots.values() if s.app == app and s.tenant == tenant)
+        if held >= cap:
+            return None
+        self._next_slot += 1
+        self.slots[self._next_slot] = _TenantSlot(app, tenant, replica, now)
+        return self._next_slot
+
+    def release(self, slot: int) -> None:
+        self.slots.pop(slot, None)
 
     def report(self, app: str, replica: str, in_flight: int, draining: bool) -> bool:
         now = self.clock()
+        self._seen[(app, replica)] = now
         before = self.reports.get((app, replica))
         idle_since = None
         if draining and in_flight == 0:
@@ -66,6 +105,7 @@ class DrainBoard:
 
     def leave(self, app: str, replica: str) -> None:
         self.reports.pop((app, replica), None)
+        self._seen.pop((app, replica), None)
 
     def stop(self, app: str) -> None:
         self.stopping.add(app)
@@ -74,6 +114,10 @@ class DrainBoard:
         self.stopping.discard(app)
         for key in [k for k in self.reports if k[0] == app]:
             del self.reports[key]
+        for key in [k for k in self._seen if k[0] == app]:
+            del self._seen[key]
+        for sid in [k for k, slot in self.slots.items() if slot.app == app]:
+            del self.slots[sid]
 
     def state(self, app: str) -> dict[str, Any]:
         """Live replicas, how many drain, their runs in flight, and for how long all of them have been
