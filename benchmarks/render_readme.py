@@ -218,12 +218,13 @@ def sse_load(d: dict[str, Any]) -> str:
     return _table(header, rows) + f"\n\nOn {d['machine']}. " + _stamp(d)
 
 
-def sse_active_runs(d: dict[str, Any]) -> str:
+def sse_compare(d: dict[str, Any]) -> str:
+    """One ingress setting's values side by side (benchmarks/sse_load.py --compare NAME)."""
     rows = [
-        [v, str(lv["runs"]), str(lv["errors"]), _pair(lv, "status"), _pair(lv, "done"), f"{lv['runs_per_s']}"]
-        for v, lv in d["max_active_runs"].items()
+        [f"`{v}`", str(lv["runs"]), str(lv["errors"]), _pair(lv, "status"), _pair(lv, "done"), f"{lv['runs_per_s']}"]
+        for v, lv in d["results"].items()
     ]
-    header = ["`ingress.max_active_runs`", "runs", "errors", "first `status` p50 / p99 ms", "`done` p50 / p99 ms"]
+    header = [f"`{d['setting']}`", "runs", "errors", "first `status` p50 / p99 ms", "`done` p50 / p99 ms"]
     return _table([*header, "runs/s"], rows) + f"\n\nScripted profile at {d['concurrency']} sessions. " + _stamp(d)
 
 
@@ -371,7 +372,8 @@ BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "retrieval": ("retrieval.json", retrieval),
     "rag_latency": ("rag_latency.json", rag_latency),
     "sse_load": ("sse_load.json", sse_load),
-    "sse_active_runs": ("sse_active_runs.json", sse_active_runs),
+    "sse_active_runs": ("sse_active_runs.json", sse_compare),
+    "sse_session_memory": ("sse_session_memory.json", sse_compare),
     "faults": ("faults.json", faults),
     "rca": ("rca.json", rca),
     "rca_published": ("rca_published.json", rca_published),

@@ -364,24 +364,33 @@ def plot(results: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def compare_active_runs(values: list[int], rounds: int, concurrency: int = 32) -> None:
-    """The gate on runs working at once in an ingress replica, side by side in one run of this script."""
+# Settings of the ingress compared side by side (--compare NAME): the values and the file they go to.
+COMPARISONS: dict[str, tuple[str, list[Any], str]] = {
+    # the gate on runs working at once in an ingress replica
+    "active-runs": ("max_active_runs", [1024, 16, 8, 4], "sse_active_runs.json"),
+    # session memory in the cluster's actor (two actor calls a run) vs each replica's own
+    "session-memory": ("session_memory", ["cluster", "replica"], "sse_session_memory.json"),
+}
+
+
+def compare(name: str, rounds: int, concurrency: int = 32) -> None:
+    """The scripted profile at ``concurrency`` under each value of one ingress setting, in one run."""
+    setting, values, file = COMPARISONS[name]
     out: dict[str, Any] = {}
     for v in values:
         port = free_port()
-        with tempfile.TemporaryDirectory(prefix="sse-gate-") as tmp:
-            start_app("scripted", Path(tmp), port, {"ingress": {"max_active_runs": v}})
+        with tempfile.TemporaryDirectory(prefix="sse-compare-") as tmp:
+            start_app("scripted", Path(tmp), port, {"ingress": {setting: v}})
             base = f"http://127.0.0.1:{port}"
             try:
                 asyncio.run(run_level(base, "scripted", 2, 1))
                 out[str(v)] = asyncio.run(run_level(base, "scripted", concurrency, rounds))
-                print("max_active_runs", v, json.dumps(out[str(v)]), flush=True)
+                print(setting, v, json.dumps(out[str(v)]), flush=True)
             finally:
                 stop_app()
-    path = OUT / "sse_active_runs.json"
-    path.write_text(
-        json.dumps({"concurrency": concurrency, "max_active_runs": out, **stamp()}, indent=2) + "\n", encoding="utf-8"
-    )
+    path = OUT / file
+    body = {"concurrency": concurrency, "setting": f"ingress.{setting}", "results": out, **stamp()}
+    path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {path}")
 
 
@@ -394,13 +403,13 @@ def main() -> None:
     # 16 = two runs per session at 8: one long run (a retry round) then no longer sets the whole wall time.
     parser.add_argument("--vllm-runs", type=int, default=16, help="the vllm profile's fixed workload per level")
     parser.add_argument(
-        "--compare-active-runs",
-        default="",
-        help="scripted profile at concurrency 32 under each ingress.max_active_runs given (e.g. 1024,16,8,4)",
+        "--compare",
+        choices=sorted(COMPARISONS),
+        help="the scripted profile at 32 sessions under each value of one ingress setting, side by side",
     )
     args = parser.parse_args()
-    if args.compare_active_runs:
-        compare_active_runs([int(x) for x in args.compare_active_runs.split(",")], args.rounds)
+    if args.compare:
+        compare(args.compare, args.rounds)
         return
 
     out_json = OUT / "sse_load.json"
