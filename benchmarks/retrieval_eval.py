@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from deployments.config import load_config  # noqa: E402
 from deployments.provenance import stamp  # noqa: E402
-from rag.embedding import make_embedder  # noqa: E402
+from rag.embedding import embedder_for  # noqa: E402
 from rag.eval import evaluate, format_table  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
@@ -32,13 +32,7 @@ def main() -> None:
     parser.add_argument("--only", choices=sorted(SETS), default=None)
     args = parser.parse_args()
     cfg = load_config(None)
-    embedder = make_embedder(
-        cfg.search.embedder,
-        cfg.search.bge_m3_model,
-        cfg.search.embedder_device,
-        cfg.search.bge_m3_runtime,
-        cfg.search.bge_m3_max_length,
-    )
+    embedder = embedder_for(cfg.search)
     results = json.loads(OUT.read_text()) if OUT.exists() else {}
     for name, (folder, split) in SETS.items():
         if args.only and name != args.only:

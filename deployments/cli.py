@@ -182,18 +182,12 @@ def _cmd_models_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
-    from rag.embedding import make_embedder
+    from rag.embedding import embedder_for
     from rag.ingest import ingest_paths
     from rag.store import KnowledgeStore
 
     cfg = load_config(args.config)
-    embedder = make_embedder(
-        cfg.search.embedder,
-        cfg.search.bge_m3_model,
-        cfg.search.embedder_device,
-        cfg.search.bge_m3_runtime,
-        cfg.search.bge_m3_max_length,
-    )
+    embedder = embedder_for(cfg.search)
     # Milvus Lite's data dir belongs to one process: ingest before `serve`, or against a Milvus server.
     store = KnowledgeStore(
         cfg.search.milvus_uri, cfg.search.collection, embedder.dim, embedder.sparse, rebuild_outdated=True
@@ -217,7 +211,7 @@ def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
     import asyncio
     import tempfile
 
-    from rag.embedding import make_embedder
+    from rag.embedding import embedder_for
     from rag.eval import evaluate, format_table
 
     cfg = load_config(args.config)
@@ -225,13 +219,7 @@ def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
     if not dataset.is_dir():
         print(f"raydiag: {dataset} is not a directory", file=sys.stderr)
         return 2
-    embedder = make_embedder(
-        cfg.search.embedder,
-        cfg.search.bge_m3_model,
-        cfg.search.embedder_device,
-        cfg.search.bge_m3_runtime,
-        cfg.search.bge_m3_max_length,
-    )
+    embedder = embedder_for(cfg.search)
     with tempfile.TemporaryDirectory(prefix="raydiag-eval-") as scratch:
         # A Milvus server URI is used as is (a scratch collection, dropped after); the embedded default
         # gets a scratch Milvus Lite file so evaluation never touches the service's data dir.

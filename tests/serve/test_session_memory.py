@@ -12,11 +12,10 @@ import pytest
 
 from deployments.session_memory import SharedHistory, memory_actor
 from harness.contracts import ChatRequest
-from harness.model import ModelRequest, ModelResponse
+from harness.model import ModelRequest
 from harness.pipeline import DiagnosisPipeline
-from harness.recorder import Usage
 from harness.settings import HarnessSettings
-from tests.fakes.scripted_model import ScriptedModel
+from tests.fakes.scripted_model import ScriptedModel, planning_then_unparsable
 from tests.fakes.sinks import ListSink
 
 pytestmark = pytest.mark.slow
@@ -27,13 +26,7 @@ MODEL_DRIVEN = {"routing": "model", "planning": "model", "playbook": False, "gro
 def replica(history: SharedHistory, seen: list[ModelRequest]) -> DiagnosisPipeline:
     """One ingress replica's pipeline: its own process state, the shared memory."""
 
-    def fn(req: ModelRequest) -> ModelResponse:
-        seen.append(req)
-        if req.stage == "router":
-            return ModelResponse('{"intent": "DIAGNOSIS", "reason": "r", "answer": ""}', usage=Usage(1, 1))
-        if req.stage == "planner":
-            return ModelResponse('{"selection_reason": "x", "plan": ["p"], "reasoning": "r"}', usage=Usage(1, 1))
-        return ModelResponse("not json", usage=Usage(1, 1))
+    fn = planning_then_unparsable(seen)
 
     return DiagnosisPipeline(ListSink(), HarnessSettings(**MODEL_DRIVEN), model=ScriptedModel(fn=fn), history=history)
 

@@ -17,14 +17,7 @@ from deployments.stopping import STALE_AFTER_S, DrainBoard
 from harness.contracts import ChatRequest, DoneEvent, MetadataEvent, SseEvent
 from tests.unit.test_auth import KEYS, TenantAudit, auth
 from tests.unit.test_limits import until
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.unit.test_stopping import Clock
 
 
 def test_the_cap_counts_every_replica_and_gone_replicas_free_their_slots() -> None:
