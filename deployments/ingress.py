@@ -19,7 +19,7 @@ from audit.spill_owner import adopt_orphans, claim, family_of, replica_spill_pat
 from deployments.admission import ClusterTenantCap
 from deployments.audit_client import BufferedAuditSink
 from deployments.config import AppConfig
-from deployments.http_api import create_api, error, tenant_of
+from deployments.http_api import create_api, error
 from deployments.limits import RunLimiter
 from deployments.llm_client import LLMHandleModel
 from deployments.openai_api import add_openai_routes
@@ -94,34 +94,25 @@ def _embed(embedder: DeploymentHandle | None) -> Embed | None:
     return embed
 
 
+# What each readiness probe asks a deployment, and the key its answer goes under (None: it is a dict).
+PROBES = {"llm": ("models", "models"), "embedder": ("info", None), "search": ("count", "chunks")}
+
+
 def readiness_probes(
     llm: DeploymentHandle | None, embedder: DeploymentHandle | None, search: DeploymentHandle | None
 ) -> dict[str, Callable[[], Awaitable[dict[str, Any]]]]:
     """One cheap call per deployment a chat needs; each answers only once a replica serves it (a
     handle call waits while the LLM replica still loads its model)."""
-    probes: dict[str, Callable[[], Awaitable[dict[str, Any]]]] = {}
-    if llm is not None:
-        llm_handle = llm
 
-        async def llm_ready() -> dict[str, Any]:
-            return {"models": await llm_handle.models.remote()}
+    def probe(handle: DeploymentHandle, method: str, key: str | None) -> Callable[[], Awaitable[dict[str, Any]]]:
+        async def ask() -> dict[str, Any]:
+            answer = await getattr(handle, method).remote()
+            return dict(answer) if key is None else {key: answer}
 
-        probes["llm"] = llm_ready
-    if embedder is not None:
-        embedder_handle = embedder
+        return ask
 
-        async def embedder_ready() -> dict[str, Any]:
-            return dict(await embedder_handle.info.remote())
-
-        probes["embedder"] = embedder_ready
-    if search is not None:
-        search_handle = search
-
-        async def search_ready() -> dict[str, Any]:
-            return {"chunks": await search_handle.count.remote()}
-
-        probes["search"] = search_ready
-    return probes
+    handles = {"llm": llm, "embedder": embedder, "search": search}
+    return {name: probe(h, *PROBES[name]) for name, h in handles.items() if h is not None}
 
 
 class AuditHandle:
@@ -275,7 +266,6 @@ class Ingress:
                 sink=self.sink,
                 retry_after_s=self.cfg.ingress.retry_after_s,
                 stopping=lambda: self.drain.draining,
-                tenant_of=tenant_of,
             )
         return app
 

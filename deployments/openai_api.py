@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ray.serve.handle import DeploymentHandle
 
 from deployments.admission import Admission, ClusterTenantCap
+from deployments.http_api import tenant_of
 from deployments.limits import RunLimiter
 from deployments.llm_client import LLMHandleModel
 from harness.model import Message, ModelError, ModelRequest
@@ -82,7 +83,6 @@ def add_openai_routes(
     sink: AuditSink | None = None,
     retry_after_s: int = 2,
     stopping: Callable[[], bool] = lambda: False,
-    tenant_of: Callable[[Request], str | None] = lambda r: None,
 ) -> None:
     model = LLMHandleModel(llm)
     admission = Admission(limiter, cluster_cap)

@@ -25,20 +25,8 @@ log = logging.getLogger(__name__)
 NAMESPACE = "raydiag"
 
 
-class _Memory:
-    """The actor: ``SessionHistory`` behind two remote methods."""
-
-    def __init__(self, max_sessions: int, max_turns: int) -> None:
-        self.history = SessionHistory(max_sessions, max_turns)
-
-    def get(self, key: SessionKey) -> list[Turn]:
-        return self.history.get_now((key[0], key[1]))  # a list after the trip through Ray
-
-    def add(self, key: SessionKey, question: str, answer: str) -> None:
-        self.history.add_now((key[0], key[1]), question, answer)
-
-
-MemoryActor = ray.remote(num_cpus=0, max_restarts=-1)(_Memory)
+# The actor is the in-process store itself; keys and turns cross Ray as the tuples they are.
+MemoryActor = ray.remote(num_cpus=0, max_restarts=-1)(SessionHistory)
 
 
 def memory_actor(app_name: str, max_sessions: int = 10_000, max_turns: int = 20) -> Any:
@@ -61,8 +49,8 @@ class SharedHistory:
 
     async def get(self, key: SessionKey) -> list[Turn]:
         try:
-            turns = await asyncio.wait_for(self.actor.get.remote(key), self.timeout_s)
-            return [(q, a) for q, a in turns]
+            turns: list[Turn] = await asyncio.wait_for(self.actor.get_now.remote(key), self.timeout_s)
+            return turns
         except Exception as err:
             self.failures += 1
             log.warning("session memory unavailable (%s): this run goes without history", type(err).__name__)
@@ -70,7 +58,7 @@ class SharedHistory:
 
     async def add(self, key: SessionKey, question: str, answer: str) -> None:
         try:
-            await asyncio.wait_for(self.actor.add.remote(key, question, answer), self.timeout_s)
+            await asyncio.wait_for(self.actor.add_now.remote(key, question, answer), self.timeout_s)
         except Exception as err:
             self.failures += 1
             log.warning("session memory unavailable (%s): this turn is not remembered", type(err).__name__)

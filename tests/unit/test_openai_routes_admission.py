@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 
+from deployments.auth import ApiKeyMiddleware
 from deployments.http_api import error
 from deployments.limits import RunLimiter
 from deployments.openai_api import add_openai_routes
@@ -56,7 +57,17 @@ class FakeLLM:
         yield {"finish_reason": "stop", "usage": {"prompt_tokens": 5, "completion_tokens": 2}}
 
 
-def app_with(llm: FakeLLM, limiter: RunLimiter, sink: ListSink, draining: list[bool] | None = None) -> FastAPI:
+# Tenants come from API keys, as in the service (ApiKeyMiddleware); without keys a caller is anonymous.
+KEYS = {"team-a": "key-aaaa-1111", "team-b": "key-bbbb-2222", "team-c": "key-cccc-3333"}
+
+
+def as_tenant(tenant: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {KEYS[tenant]}"}
+
+
+def app_with(
+    llm: FakeLLM, limiter: RunLimiter, sink: ListSink, draining: list[bool] | None = None, keys: bool = True
+) -> FastAPI:
     app = FastAPI()
     add_openai_routes(
         app,
@@ -65,8 +76,9 @@ def app_with(llm: FakeLLM, limiter: RunLimiter, sink: ListSink, draining: list[b
         limiter=limiter,
         sink=sink,
         stopping=lambda: bool(draining and draining[0]),
-        tenant_of=lambda r: r.headers.get("x-tenant"),
     )
+    if keys:
+        app.add_middleware(ApiKeyMiddleware, keys=KEYS)
     return app
 
 
@@ -80,7 +92,7 @@ BODY = {"messages": [{"role": "user", "content": "ping"}]}
 async def test_a_completion_is_an_audited_run(tmp_path: Path) -> None:
     sink, limiter = ListSink(), RunLimiter(4, 2)
     async with client(app_with(FakeLLM(), limiter, sink)) as c:
-        r = await c.post("/v1/chat/completions", json=BODY, headers={"x-tenant": "team-a"})
+        r = await c.post("/v1/chat/completions", json=BODY, headers=as_tenant("team-a"))
     assert r.status_code == 200 and r.json()["usage"]["total_tokens"] == 10
     assert limiter.in_flight() == 0
     trace = persist_and_trace(sink.records, tmp_path, "openai-team-a")
@@ -92,7 +104,7 @@ async def test_a_completion_is_an_audited_run(tmp_path: Path) -> None:
 
 async def test_a_streamed_completion_is_audited_with_its_usage(tmp_path: Path) -> None:
     sink, limiter = ListSink(), RunLimiter(4, 2)
-    async with client(app_with(FakeLLM(), limiter, sink)) as c:
+    async with client(app_with(FakeLLM(), limiter, sink, keys=False)) as c:
         r = await c.post("/v1/chat/completions", json={**BODY, "stream": True})
     assert r.status_code == 200 and r.text.endswith("data: [DONE]\n\n")
     assert limiter.in_flight() == 0
@@ -104,14 +116,14 @@ async def test_a_tenant_over_its_cap_gets_429_and_a_draining_replica_503() -> No
     gate = asyncio.Event()
     sink, limiter, draining = ListSink(), RunLimiter(8, 1), [False]
     async with client(app_with(FakeLLM(gate), limiter, sink, draining)) as c:
-        first = asyncio.create_task(c.post("/v1/chat/completions", json=BODY, headers={"x-tenant": "team-a"}))
+        first = asyncio.create_task(c.post("/v1/chat/completions", json=BODY, headers=as_tenant("team-a")))
         await until(lambda: limiter.in_flight("team-a") == 1)
-        over = await c.post("/v1/chat/completions", json=BODY, headers={"x-tenant": "team-a"})
+        over = await c.post("/v1/chat/completions", json=BODY, headers=as_tenant("team-a"))
         assert over.status_code == 429 and over.json()["error"]["code"] == "TOO_MANY_RUNS"
-        other = asyncio.create_task(c.post("/v1/chat/completions", json=BODY, headers={"x-tenant": "team-b"}))
+        other = asyncio.create_task(c.post("/v1/chat/completions", json=BODY, headers=as_tenant("team-b")))
         await until(lambda: limiter.in_flight("team-b") == 1)  # another tenant is admitted beside it
         draining[0] = True
-        stopped = await c.post("/v1/chat/completions", json=BODY, headers={"x-tenant": "team-c"})
+        stopped = await c.post("/v1/chat/completions", json=BODY, headers=as_tenant("team-c"))
         assert stopped.status_code == 503 and stopped.headers["retry-after"] == "2"
         gate.set()
         assert (await first).status_code == 200 and (await other).status_code == 200
