@@ -24,6 +24,22 @@ class AuditSettings(BaseModel):
     spill_path: str = Field(
         default="var/audit-spill.jsonl", description="Append-only file for events beyond queue_bound."
     )
+    dead_letter_path: str | None = Field(
+        default=None,
+        description="Records the database rejects on their own (while it answers) go here with the error, "
+        "instead of blocking later writes. Default: beside spill_path, <stem>.dead-letter.jsonl.",
+    )
+    poison_after_attempts: int = Field(
+        default=3,
+        ge=1,
+        description="Failed attempts of one batch before it is written record by record to find a poison record.",
+    )
+    handoff_confirm_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="How long a producer's hand-off waits for its records to commit before the writer "
+        "spills them durably and confirms anyway (the producer keeps a batch until it is confirmed).",
+    )
     retry_initial_s: float = Field(default=0.1, gt=0, description="First back-off after a failed write.")
     retry_max_s: float = Field(default=5.0, gt=0, description="Longest back-off between write attempts.")
     reorder_timeout_s: float = Field(

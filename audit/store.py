@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, select, update
+from sqlalchemy import Connection, Engine, Table, select, text, update
 from sqlalchemy.dialects import mysql as mysql_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
@@ -85,6 +85,10 @@ class AuditStore:
             conn.execute(sqlite_dialect.insert(table).on_conflict_do_nothing(), rows)
         else:  # pragma: no cover - only MySQL and SQLite are supported targets
             raise RuntimeError(f"unsupported audit database dialect: {self.dialect}")
+
+    def ping(self) -> None:
+        with self.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
 
     # -- the batch ---------------------------------------------------------------------------
 

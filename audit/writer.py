@@ -4,6 +4,12 @@
 order by sequence number (``ReorderBuffer``), and writes them in a worker thread. A failed batch is
 kept and retried first, with exponential back-off, so a database outage delays writes and loses
 nothing; the store's idempotent inserts make a retried batch harmless if it had in fact committed.
+
+``submit`` returns a ``Receipt`` that a producer may wait on (``confirm``): it settles when every record
+of the submission is committed, durably spilled or dead-lettered, so a producer that keeps a batch
+until then loses nothing when this process dies (at-least-once across the hop). A batch that keeps
+failing while the database answers is written record by record, and a record the database still
+rejects goes to the dead-letter file instead of blocking every later write.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -52,6 +59,10 @@ async def stop_task(task: asyncio.Task[None] | None) -> None:
 class BatchStore(Protocol):
     def write_batch(self, records: Sequence[AuditRecord]) -> None: ...
 
+    def ping(self) -> None:
+        """Raise if the database cannot be reached (tells a poison record from an outage)."""
+        ...
+
 
 @dataclass
 class _RunOrder:
@@ -70,6 +81,19 @@ class ReorderBuffer:
 
     def __len__(self) -> int:
         return sum(len(r.held) for r in self._runs.values())
+
+    def advance(self, run_id: str, floor: int) -> list[AuditRecord]:
+        """The producer knows every record of ``run_id`` up to ``floor`` is durable already (committed,
+        or spilled by a writer that is gone): wait for none of them. Records held at or below the
+        floor are released now, in order, with whatever they were blocking."""
+        state = self._runs.setdefault(run_id, _RunOrder())
+        out: list[AuditRecord] = []
+        if floor < state.next_seq:
+            return out
+        out.extend(state.held.pop(seq) for seq in sorted(s for s in state.held if s <= floor))
+        state.next_seq = floor + 1
+        self._release(run_id, state, out)
+        return out
 
     def push(self, records: Iterable[AuditRecord]) -> list[AuditRecord]:
         out: list[AuditRecord] = []
@@ -127,10 +151,14 @@ class SpillFile:
                 self.count = sum(1 for line in fh if line.strip())
 
     def append(self, records: Sequence[AuditRecord]) -> None:
+        if not records:
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as fh:
             for rec in records:
                 fh.write(rec.model_dump_json() + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())  # a spill confirms a hand-off: it must survive this process
         self.count += len(records)
 
     def take_all(self) -> list[AuditRecord]:
@@ -148,12 +176,57 @@ class SpillFile:
         return records
 
 
+class DeadLetterFile:
+    """Records the database rejected on their own while it answered: kept with the error, for an
+    operator, instead of being retried forever in front of every later write."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.count = 0
+        if self.path.exists():
+            with self.path.open(encoding="utf-8") as fh:
+                self.count = sum(1 for line in fh if line.strip())
+
+    def append(self, record: AuditRecord, error: str) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = json.dumps({"error": error, "record": record.model_dump(mode="json")}, ensure_ascii=False)
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.count += 1
+
+
+def dead_letter_path(settings: AuditSettings) -> Path:
+    """``settings.dead_letter_path``, or beside the spill file: ``var/audit-spill.dead-letter.jsonl``."""
+    if settings.dead_letter_path:
+        return Path(settings.dead_letter_path)
+    spill = Path(settings.spill_path)
+    return spill.with_name(f"{spill.stem}.dead-letter.jsonl")
+
+
+class Receipt:
+    """One submission's records until each is committed, durably spilled or dead-lettered."""
+
+    def __init__(self, records: Sequence[AuditRecord]) -> None:
+        self.waiting = {id(r): r for r in records}
+        self.settled = asyncio.Event()
+        if not self.waiting:
+            self.settled.set()
+
+    def settle(self, record: AuditRecord) -> None:
+        self.waiting.pop(id(record), None)
+        if not self.waiting:
+            self.settled.set()
+
+
 @dataclass
 class WriterStats:
     received: int = 0
     written: int = 0
     batches: int = 0
     spilled: int = 0
+    dead_lettered: int = 0
     failed_attempts: int = 0
     last_error: str | None = None
 
@@ -169,26 +242,58 @@ class AuditWriter:
         self._retry: list[AuditRecord] = []
         self._reorder = ReorderBuffer(settings.reorder_timeout_s)
         self._spill = SpillFile(settings.spill_path)
+        self._dead = DeadLetterFile(dead_letter_path(settings))
+        self.stats.dead_lettered = self._dead.count
+        self._receipts: dict[int, Receipt] = {}  # id(record) -> its submission's receipt
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._backoff = settings.retry_initial_s
+        self._failures_in_a_row = 0
         self._closing = False
 
     # -- producer side -----------------------------------------------------------------------
 
-    def submit(self, records: Iterable[AuditRecord]) -> None:
-        """Queue records without waiting; past the bound they go to the spill file."""
+    def submit(self, records: Iterable[AuditRecord], floors: dict[str, int] | None = None) -> Receipt:
+        """Queue records without waiting; past the bound they go to the spill file. ``floors``: per run,
+        the highest sequence number the producer already knows to be durable (see ``ReorderBuffer.advance``).
+        """
         records = list(records)
+        receipt = Receipt(records)
+        for rec in records:
+            self._receipts[id(rec)] = receipt
         self.stats.received += len(records)
+        for run_id, floor in (floors or {}).items():
+            self._queue.extend(self._reorder.advance(run_id, floor))
         room = max(0, self.settings.queue_bound - len(self._queue))
         self._queue.extend(records[:room])
         if len(records) > room:
-            self._spill.append(records[room:])
+            self._spill_durably(records[room:])
             self.stats.spilled += len(records) - room
         self._idle.clear()
         if len(self._queue) >= self.settings.batch_size:
             self._wake.set()
+        return receipt
+
+    async def confirm(self, receipt: Receipt, timeout_s: float) -> str:
+        """Wait until ``receipt`` settles: ``committed``; or, after ``timeout_s`` (the database is slow
+        or down), write what is still waiting to the spill file and answer ``spilled``. The records stay
+        queued too: the spilled copies make them durable, and a second write of either is idempotent."""
+        self._wake.set()  # a producer is waiting: write now rather than at the next interval
+        if await wait_event(receipt.settled, timeout_s):
+            return "committed"
+        self._spill_durably(list(receipt.waiting.values()))
+        return "spilled"
+
+    def _spill_durably(self, records: Sequence[AuditRecord]) -> None:
+        self._spill.append(records)
+        self._settle(records)
+
+    def _settle(self, records: Iterable[AuditRecord]) -> None:
+        for rec in records:
+            receipt = self._receipts.pop(id(rec), None)
+            if receipt is not None:
+                receipt.settle(rec)
 
     @property
     def pending(self) -> int:
@@ -221,7 +326,7 @@ class AuditWriter:
         if not done:
             # Whatever could not be written survives in the spill file for the next start.
             leftover = self._retry + list(self._queue) + self._reorder.expired(force=True)
-            self._spill.append(leftover)
+            self._spill_durably(leftover)
             log.error("audit writer closed with %d records spilled to %s", len(leftover), self._spill.path)
         return done
 
@@ -255,17 +360,52 @@ class AuditWriter:
         try:
             await asyncio.to_thread(self.store.write_batch, batch)
         except Exception as err:
-            self._retry = batch
             self.stats.failed_attempts += 1
-            self.stats.last_error = f"{type(err).__name__}: {str(err)[:300]}"
+            self._failures_in_a_row += 1
+            self.stats.last_error = _describe(err)
+            if self._failures_in_a_row >= self.settings.poison_after_attempts:
+                batch = await self._isolate(batch)
+                if not batch:
+                    return self._written_ok()
+            self._retry = batch
             log.warning(
                 "audit batch of %d failed (%s); retry in %.2fs", len(batch), self.stats.last_error, self._backoff
             )
             await asyncio.sleep(self._backoff)
             self._backoff = min(self._backoff * 2, self.settings.retry_max_s)
             return not self._closing or bool(self._retry)
-        self._backoff = self.settings.retry_initial_s
         self.stats.written += len(batch)
         self.stats.batches += 1
+        self._settle(batch)
+        return self._written_ok()
+
+    def _written_ok(self) -> bool:
+        self._backoff = self.settings.retry_initial_s
+        self._failures_in_a_row = 0
         self.stats.last_error = None
         return bool(self._queue) or bool(self._spill.count)
+
+    async def _isolate(self, batch: list[AuditRecord]) -> list[AuditRecord]:
+        """Write a batch that keeps failing one record at a time, in order. A record that fails while
+        the database answers a ping is poison: dead-lettered. When the database does not answer, it is
+        an outage: the rest is returned to be retried whole, and nothing is dead-lettered."""
+        for i, rec in enumerate(batch):
+            try:
+                await asyncio.to_thread(self.store.write_batch, [rec])
+            except Exception as err:
+                try:
+                    await asyncio.to_thread(self.store.ping)
+                except Exception:
+                    return batch[i:]
+                self._dead.append(rec, _describe(err))
+                self.stats.dead_lettered += 1
+                log.error("audit record %s/%s seq %s dead-lettered: %s", rec.run_id, rec.kind, rec.seq, _describe(err))
+            else:
+                self.stats.written += 1
+            self._settle([rec])
+        self.stats.batches += 1
+        return []
+
+
+def _describe(err: BaseException) -> str:
+    return f"{type(err).__name__}: {str(err)[:300]}"

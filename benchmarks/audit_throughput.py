@@ -70,8 +70,10 @@ async def bench(db_url: str, runs: int, concurrency: int) -> dict[str, Any]:
     writer = AuditWriter(AuditStore(engine), settings)
     writer.start()
 
-    async def ship(batch: list[dict[str, Any]]) -> None:
-        writer.submit(AuditRecord.model_validate(r) for r in batch)
+    async def ship(batch: list[dict[str, Any]], floors: dict[str, int]) -> None:
+        # As the audit deployment's submit does: answer once committed (or durably spilled).
+        receipt = writer.submit((AuditRecord.model_validate(r) for r in batch), floors)
+        await writer.confirm(receipt, settings.handoff_confirm_s)
 
     buffered = BufferedAuditSink(ship, batch_size=1000, spill_path=str(tmp / "i.jsonl"))
     sink = buffered

@@ -102,7 +102,7 @@ async def bench(runs: int, concurrency: int, work: Path) -> dict[str, Any]:
     )  # type: ignore[attr-defined]
 
     cfg = parse_config({}, "bench", env={})
-    sink = BufferedAuditSink(lambda batch: audit.submit.remote(batch), spill_path=str(work / "i.jsonl"))
+    sink = BufferedAuditSink(lambda batch, floors: audit.submit.remote(batch, floors), spill_path=str(work / "i.jsonl"))
     model = RecordingRulesModel()
     pipeline = build_pipeline(sink, cfg.harness, bundled_telemetry(ROOT), model, _lookup(cfg, embedder, search))
 

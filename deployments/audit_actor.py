@@ -19,7 +19,7 @@ from audit.records import AuditRecord
 from audit.settings import AuditSettings
 from audit.store import AuditStore
 from audit.trace_reader import TraceNotFound, TraceReader
-from audit.writer import AuditWriter
+from audit.writer import AuditWriter, dead_letter_path
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +48,11 @@ class AuditWriterDeployment:
             await asyncio.to_thread(upgrade, self.settings.db_url, "head", self.engine)
             self.migrated = True
 
-    async def submit(self, records: list[dict[str, Any]]) -> int:
-        self.writer.submit(AuditRecord.model_validate(r) for r in records)
-        return len(records)
+    async def submit(self, records: list[dict[str, Any]], floors: dict[str, int] | None = None) -> str:
+        """Answers once the records are committed (``committed``) or durably spilled (``spilled``): a
+        producer keeps a batch until this returns, so this replica dying loses none of it."""
+        receipt = self.writer.submit((AuditRecord.model_validate(r) for r in records), floors)
+        return await self.writer.confirm(receipt, self.settings.handoff_confirm_s)
 
     async def flush(self, timeout_s: float = 30.0) -> bool:
         return await self.writer.flush(timeout_s)
@@ -62,6 +64,7 @@ class AuditWriterDeployment:
             "written": s.written,
             "batches": s.batches,
             "spilled": s.spilled,
+            "dead_lettered": s.dead_lettered,
             "failed_attempts": s.failed_attempts,
             "pending": self.writer.pending,
             "last_error": s.last_error,
@@ -70,8 +73,9 @@ class AuditWriterDeployment:
 
     async def health(self) -> dict[str, Any]:
         stats = await self.stats()
-        state = "ok" if stats["last_error"] is None else "degraded"
-        return {"state": state, **stats}
+        # A dead-lettered record needs an operator (the file says which and why): degraded until then.
+        state = "ok" if stats["last_error"] is None and not stats["dead_lettered"] else "degraded"
+        return {"state": state, **stats, "dead_letter_path": str(dead_letter_path(self.settings))}
 
     async def _read(self, fn: Any, *args: Any) -> dict[str, Any]:
         await self._ensure_schema()

@@ -3,6 +3,12 @@
 ``BufferedAuditSink.emit`` appends to a local list (microseconds); a background task ships the list
 to the audit deployment in batches. A failed hand-off is retried with back-off, and records beyond
 the bound go to a local spill file, so an audit outage neither blocks a chat nor loses its records.
+
+A batch stays here until the writer answers that it committed or durably spilled it (the ship call
+returns only then): if the writer replica dies with the batch in its memory, the call fails and the
+batch goes again to the next one (at-least-once; the store's inserts are idempotent by natural key).
+With each batch go ``floors``: per run, the highest sequence number already confirmed, so a writer
+that started after the earlier records were confirmed does not wait for them (``ReorderBuffer``).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from audit.writer import SpillFile, stop_task, wait_event
 
 log = logging.getLogger(__name__)
 
-Shipper = Callable[[list[dict[str, Any]]], Awaitable[Any]]
+Shipper = Callable[[list[dict[str, Any]], dict[str, int]], Awaitable[Any]]
 
 
 class BufferedAuditSink:
@@ -38,6 +44,7 @@ class BufferedAuditSink:
         self.retry_max_s = retry_max_s
         self._buf: list[AuditRecord] = []
         self._spill = SpillFile(spill_path)
+        self._confirmed: dict[str, int] = {}  # run id -> highest sequence number the writer confirmed
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self.shipped = 0
@@ -68,13 +75,24 @@ class BufferedAuditSink:
         if not self._buf:
             return False
         batch, self._buf = self._buf[: self.batch_size], self._buf[self.batch_size :]
+        floors = {r.run_id: self._confirmed[r.run_id] for r in batch if r.run_id in self._confirmed}
         try:
-            await self._ship([r.model_dump() for r in batch])
+            await self._ship([r.model_dump() for r in batch], floors)
         except Exception:
             self._buf[:0] = batch  # back at the front, order kept
             raise
         self.shipped += len(batch)
+        self._note_confirmed(batch)
         return bool(self._buf)
+
+    def _note_confirmed(self, batch: list[AuditRecord]) -> None:
+        for rec in batch:
+            if rec.kind == "run_finished":
+                self._confirmed.pop(rec.run_id, None)  # the run's last record: nothing follows it
+            elif rec.seq is not None:
+                self._confirmed[rec.run_id] = max(rec.seq, self._confirmed.get(rec.run_id, 0))
+        while len(self._confirmed) > 10_000:  # runs that never finished (a crash mid-run): oldest first
+            del self._confirmed[next(iter(self._confirmed))]
 
     async def _loop(self) -> None:
         assert self._wake is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from audit.db import make_engine
 from audit.settings import AuditSettings
@@ -36,3 +37,56 @@ async def test_trace_read_of_unknown_run_is_not_found(sqlite_url: str, tmp_path:
     result = await actor.trace("nobody", None, None)
     assert result == {"ok": False, "error": "session nobody has no runs"}
     await actor.__del__()
+
+
+async def test_a_writer_replica_dying_with_batches_in_memory_loses_none_of_them(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    """The ingress keeps each batch until a writer confirms it committed (or durably spilled) it. The
+    first writer stops writing with batches queued in its memory and never answers (its replica died);
+    the calls to it fail, the same batches go to the next writer, and every run's trail is whole.
+    Before the confirmed hand-off, ``submit`` answered on queueing and those batches were lost."""
+    import asyncio
+
+    from audit.writer import stop_task
+    from deployments.audit_client import BufferedAuditSink
+
+    cls = AuditWriterDeployment.func_or_class
+
+    async def writer(name: str) -> Any:
+        actor = cls.__new__(cls)
+        spill = str(tmp_path / f"{name}.jsonl")  # its own disk: nothing is inherited from the first
+        await actor.__init__(AuditSettings(db_url=sqlite_url, spill_path=spill, handoff_confirm_s=60))
+        return actor
+
+    first = await writer("first")
+    target = {"writer": first}
+
+    async def ship(batch: list[dict[str, Any]], floors: dict[str, int]) -> Any:
+        # A Ray call to a replica that died fails; the short timeout stands in for that failure.
+        return await asyncio.wait_for(target["writer"].submit(batch, floors), 0.5)
+
+    sink = BufferedAuditSink(ship, batch_size=8, spill_path=str(tmp_path / "ingress.jsonl"), retry_max_s=0.2)
+    runs = [seed_run(run_id=f"r{i}", session_id="s").records for i in range(4)]
+    for records in runs:
+        for rec in records[:10]:
+            sink.emit(rec)
+    assert await sink.flush(10)  # the first halves are committed by the first writer
+    await stop_task(first.writer._task)  # it dies: its loop stops, its memory is gone with it
+    for records in runs:
+        for rec in records[10:]:
+            sink.emit(rec)
+    await asyncio.sleep(1.5)
+    assert sink.failed_attempts > 0 and sink.pending > 0  # kept, not forgotten
+    second = await writer("second")
+    # Its reorder buffer would hold the second halves for 30 s waiting for sequence 1; the floors
+    # that come with the re-sent batches let it write them at once.
+    target["writer"] = second
+    assert await sink.flush(10)
+    await sink.close()
+    reader = TraceReader(make_engine(sqlite_url))
+    for i in range(4):
+        summary = reader.trace("s", f"r{i}")["summary"]
+        assert summary["complete"] is True, summary
+        assert summary["stored"]["timeline_events"] == 15
+    await second.__del__()

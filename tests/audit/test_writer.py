@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -160,3 +161,111 @@ async def test_close_spills_what_the_database_never_took(tmp_path: Path) -> None
     assert await writer.close(timeout_s=0.5) is False
     lines = (tmp_path / "spill.jsonl").read_text().splitlines()
     assert sorted(AuditRecord.model_validate_json(x).seq or 0 for x in lines) == [r.seq for r in records]
+
+
+# -- the confirmed hand-off and the dead-letter file ---------------------------------------------
+
+
+class DownStore:
+    """A database that cannot be reached: every write and every ping fails."""
+
+    def write_batch(self, records: Any) -> None:
+        raise ConnectionError("database unreachable")
+
+    def ping(self) -> None:
+        raise ConnectionError("database unreachable")
+
+
+async def test_a_receipt_settles_only_when_its_records_are_committed(sqlite_url: str, tmp_path: Path) -> None:
+    upgrade(sqlite_url)
+    engine = make_engine(sqlite_url)
+    writer = AuditWriter(AuditStore(engine), _settings(tmp_path, flush_interval_s=30))
+    records = seed_run(run_id="r1", session_id="s").records
+    receipt = writer.submit(records)
+    assert not receipt.settled.is_set()  # queued is not committed
+    writer.start()
+    assert await writer.confirm(receipt, 10) == "committed"
+    # Committed means in the database: the trace is whole the moment the receipt settles.
+    assert TraceReader(engine).trace("s", "r1")["summary"]["complete"] is True
+    assert not (tmp_path / "spill.jsonl").exists()
+    await writer.close()
+    engine.dispose()
+
+
+async def test_a_database_outage_confirms_by_durable_spill_and_dead_letters_nothing(tmp_path: Path) -> None:
+    writer = AuditWriter(DownStore(), _settings(tmp_path, poison_after_attempts=1, retry_max_s=0.05))
+    writer.start()
+    records = seed_run().records
+    receipt = writer.submit(records)
+    assert await writer.confirm(receipt, 0.5) == "spilled"
+    spilled = [AuditRecord.model_validate_json(x) for x in (tmp_path / "spill.jsonl").read_text().splitlines()]
+    assert [r.seq for r in spilled] == [r.seq for r in records]
+    # Failed batches were written record by record, but the ping failed too: an outage, not poison.
+    await asyncio.sleep(0.3)
+    assert writer.stats.failed_attempts >= 2
+    assert writer.stats.dead_lettered == 0 and not (tmp_path / "spill.dead-letter.jsonl").exists()
+    await writer.close(timeout_s=0.2)
+
+
+async def test_a_poison_record_is_dead_lettered_and_the_writes_behind_it_go_on(db_url: str, tmp_path: Path) -> None:
+    """A record the database rejects every time (a NOT NULL column left empty) used to be retried
+    forever in front of every later write."""
+    upgrade(db_url)
+    engine = make_engine(db_url)
+    writer = AuditWriter(AuditStore(engine), _settings(tmp_path, batch_size=100, poison_after_attempts=2))
+    bad_run = seed_run(run_id="bad", session_id="s").records
+    poison = next(r for r in bad_run if r.kind == "trace_event" and r.data["event_type"] == "ROUTING_DECISION")
+    poison.data["phase"] = None
+    writer.start()
+    first = writer.submit(bad_run)
+    second = writer.submit(seed_run(run_id="good", session_id="s").records)
+    assert await writer.confirm(first, 20) == "committed"
+    assert await writer.confirm(second, 20) == "committed"
+    assert writer.stats.dead_lettered == 1
+    lines = (tmp_path / "spill.dead-letter.jsonl").read_text().splitlines()
+    assert len(lines) == 1
+    entry = json.loads(lines[0])
+    assert entry["record"]["run_id"] == "bad" and entry["record"]["seq"] == poison.seq
+    assert "phase" in entry["error"].lower() or "null" in entry["error"].lower()
+    reader = TraceReader(engine)
+    assert reader.trace("s", "good")["summary"]["complete"] is True
+    bad = reader.trace("s", "bad")["summary"]
+    assert bad["missing"] == {"timeline_events": 1}  # only the poison record is absent
+    await writer.close()
+    # The count survives a restart: /healthz keeps saying so until an operator deals with the file.
+    assert AuditWriter(AuditStore(engine), _settings(tmp_path)).stats.dead_lettered == 1
+    engine.dispose()
+
+
+async def test_a_writer_started_after_a_crash_does_not_wait_for_records_already_confirmed(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    """A run's first records were committed by a writer that then died; the producer re-sends the rest
+    with the floor it was confirmed up to, and the new writer writes them without a reorder wait."""
+    upgrade(sqlite_url)
+    engine = make_engine(sqlite_url)
+    records = seed_run(run_id="r1", session_id="s").records
+    first = AuditWriter(AuditStore(engine), _settings(tmp_path))
+    first.start()
+    assert await first.confirm(first.submit(records[:6]), 10) == "committed"
+    await stop_writer_without_flush(first)
+    second = AuditWriter(AuditStore(engine), _settings(tmp_path, reorder_timeout_s=60))
+    second.start()
+    receipt = second.submit(records[6:], floors={"r1": 6})
+    assert await second.confirm(receipt, 3) == "committed"
+    assert TraceReader(engine).trace("s", "r1")["summary"]["complete"] is True
+    # Without the floor the same records wait for sequence 1, which this writer will never see.
+    third = AuditWriter(AuditStore(engine), _settings(tmp_path, reorder_timeout_s=60))
+    third.start()
+    assert await third.confirm(third.submit(records[6:]), 1) == "spilled"
+    await stop_writer_without_flush(third)
+    await stop_writer_without_flush(second)
+    engine.dispose()
+
+
+async def stop_writer_without_flush(writer: AuditWriter) -> None:
+    """A writer that dies: its loop stops and nothing more happens (no flush, no spill)."""
+    from audit.writer import stop_task
+
+    await stop_task(writer._task)
+    writer._task = None
