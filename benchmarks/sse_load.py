@@ -126,6 +126,7 @@ async def one_chat(client: aiohttp.ClientSession, session: str, question: str) -
     return {
         "session": session,
         "run_id": meta.get("run_id"),
+        "replica": r.headers.get("x-raydiag-replica"),  # which ingress replica served it
         **{f"{m}_ms": (seen[m] - start) * 1000 for m in MILESTONES if m in seen},
         "done_ms": (end - start) * 1000,
         "content_type": next((d.get("content_type") for n, d in events if n == "content"), None),

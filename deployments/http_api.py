@@ -121,6 +121,30 @@ def add_console_routes(app: FastAPI) -> None:
 
 RunChat = Callable[[ChatRequest, str | None], AsyncGenerator[SseEvent, None]]
 
+REPLICA_HEADER = b"x-raydiag-replica"
+
+
+class ReplicaHeader:
+    """Names the ingress replica that answered in every response (``X-Raydiag-Replica``): with N
+    replicas behind one proxy, an operator (and a test) can tell which process served a request.
+    Plain ASGI, so streamed responses pass through untouched."""
+
+    def __init__(self, app: Any, replica: str) -> None:
+        self.app = app
+        self.value = replica.encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def tagged(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), (REPLICA_HEADER, self.value)]}
+            await send(message)
+
+        await self.app(scope, receive, tagged)
+
 
 def create_api(
     run_chat: RunChat,
@@ -134,10 +158,12 @@ def create_api(
     stopping: Callable[[], bool] = lambda: False,
     probes: dict[str, Callable[[], Awaitable[dict[str, Any]]]] | None = None,
     cluster_cap: ClusterTenantCap | None = None,
+    replica: str | None = None,
 ) -> FastAPI:
-    """``probes``: the deployments a chat needs (llm, embedder, search), each a cheap call that
-    answers only when a replica serves; /healthz is 503 until every one does. ``cluster_cap``: the
-    tenant cap counted across every ingress replica (deployments/admission.py)."""
+    """``replica``: this ingress replica's id, sent back as ``X-Raydiag-Replica``. ``probes``: the
+    deployments a chat needs (llm, embedder, search), each a cheap call that answers only when a
+    replica serves; /healthz is 503 until every one does. ``cluster_cap``: the tenant cap counted
+    across every ingress replica (deployments/admission.py)."""
     admission = Admission(limiter, cluster_cap)
     app = FastAPI(
         title="raydiag",
@@ -298,6 +324,8 @@ def create_api(
     add_console_routes(app)
     if api_keys:
         app.add_middleware(ApiKeyMiddleware, keys=api_keys)
+    if replica:
+        app.add_middleware(ReplicaHeader, replica=replica)  # outermost: refusals carry it too
 
     async def probe(name: str, check: Callable[[], Awaitable[dict[str, Any]]]) -> tuple[str, dict[str, Any]]:
         try:

@@ -140,8 +140,10 @@ class AuditHandle:
     async def health(self) -> dict[str, Any]:
         return await asyncio.wait_for(self.handle.health.remote(), 2.0)
 
-    async def submit(self, records: list[dict[str, Any]]) -> None:
-        await self._call("submit", records)
+    async def submit(self, records: list[dict[str, Any]], floors: dict[str, int]) -> None:
+        """Returns once the writer has committed or durably spilled the records; raises otherwise (the
+        writer replica died, or did not answer within the timeout) and the caller keeps the batch."""
+        await self._call("submit", records, floors)
 
 
 @serve.deployment(name="ingress")
@@ -161,9 +163,10 @@ class Ingress:
         self.probes = readiness_probes(llm, embedder, search)
         self.audit = AuditHandle(audit)
         ctx = serve.get_replica_context()
+        self.replica_id = ctx.replica_id.unique_id
         # One spill file per replica, owned (flock) while it lives; files of replicas that are gone are
         # adopted here, so their records ship with this replica's (audit/spill_owner.py).
-        spill = replica_spill_path(cfg.audit.spill_path, f"ingress-{ctx.replica_id.unique_id}")
+        spill = replica_spill_path(cfg.audit.spill_path, f"ingress-{self.replica_id}")
         self._spill_lock = claim(spill)
         adopt_orphans(spill, family_of(cfg.audit.spill_path, "ingress"))
         self.sink = BufferedAuditSink(
@@ -195,9 +198,9 @@ class Ingress:
         # their stream open, so a busy replica's event loop stays short and new streams start fast.
         self.active_runs = asyncio.Semaphore(cfg.ingress.max_active_runs)
         self.limiter = RunLimiter(cfg.ingress.max_concurrent_runs, cfg.ingress.max_runs_per_tenant)
-        self.drain = DrainWatch(ctx.app_name, ctx.replica_id.unique_id, self.limiter.in_flight)
+        self.drain = DrainWatch(ctx.app_name, self.replica_id, self.limiter.in_flight)
         # A tenant's cap counts its runs on every replica (the control actor the drain watch reports to).
-        self.cluster_cap = ClusterTenantCap(ctx.app_name, ctx.replica_id.unique_id, cfg.ingress.max_runs_per_tenant)
+        self.cluster_cap = ClusterTenantCap(ctx.app_name, self.replica_id, cfg.ingress.max_runs_per_tenant)
         # Serve runs a synchronous constructor on the replica's event loop: the watch lives there.
         self._drain_task = asyncio.get_running_loop().create_task(self.drain.run())
 
@@ -255,6 +258,7 @@ class Ingress:
             stopping=lambda: self.drain.draining,
             probes=self.probes,
             cluster_cap=self.cluster_cap,
+            replica=self.replica_id,
         )
         if self.llm is not None:
             add_openai_routes(

@@ -46,7 +46,9 @@ async def route(ctx: RunContext, exemplars: ExemplarRouter | None = None) -> Rou
     if ctx.settings.routing == "auto":
         decided = await route_without_model(ctx.question, exemplars)
         if decided is not None:
-            ctx.recorder.timeline("ROUTING", "ROUTING_ATTEMPT", None, router=decided.how)
+            ctx.recorder.timeline(
+                "ROUTING", "ROUTING_ATTEMPT", None, router=decided.how, history_turns=len(ctx.history)
+            )
             answer = await chat_answer(ctx) if decided.intent != "DIAGNOSIS" else ""
             ctx.recorder.timeline(
                 "ROUTING", "ROUTING_DECISION", decided.intent, intent=decided.intent, reason=decided.detail
@@ -62,7 +64,7 @@ async def route(ctx: RunContext, exemplars: ExemplarRouter | None = None) -> Rou
         json_schema=ROUTER_SCHEMA,
         budget="router",
     )
-    ctx.recorder.timeline("ROUTING", "ROUTING_ATTEMPT", None, router="model")
+    ctx.recorder.timeline("ROUTING", "ROUTING_ATTEMPT", None, router="model", history_turns=len(ctx.history))
     try:
         data = extract_json(response.text)
         intent = str(data.get("intent", "")).upper()
