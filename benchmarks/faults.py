@@ -9,6 +9,11 @@ with its audit trail in MariaDB reached through a loopback TCP proxy that can be
 - ``graceful_stop_under_load``: ``graceful_stop`` (what ``raydiag stop`` and SIGTERM to ``raydiag
   serve`` do) mid-load: the ingress drains, then the application is deleted; it is deployed again
   afterwards so the trails can be read back through the API;
+- ``audit_replica_killed``: the audit writer's replica killed mid-load (Serve starts another); the
+  batches it held in memory were never confirmed, so the ingress sends them again;
+- ``two_ingress_replicas``: the ingress at two replicas, then a rolling update to one mid-load (Serve
+  drains both and starts the new one); each turn must see every earlier turn of its session whichever
+  replica served it (``history_mismatches``: a turn whose ROUTING_ATTEMPT counted another number);
 - ``llm_replica_killed``: with the embedded vLLM model (8 sessions), the LLM replica killed while runs
   wait on it; the load goes on until Serve has a new replica serving.
 
@@ -81,7 +86,14 @@ async def load(
 
 
 async def audit_check(base: str, results: list[dict[str, Any]]) -> tuple[int, list[str]]:
+    lost, _ = await read_traces(base, results)
+    return len(lost), lost[:3]
+
+
+async def read_traces(base: str, results: list[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
+    """Every run's trace once complete: the run ids whose trail never became complete, and the traces."""
     lost: list[str] = []
+    traces: dict[str, Any] = {}
     async with httpx.AsyncClient(base_url=base, timeout=60) as c:
         for r in results:
             if not r.get("run_id"):
@@ -94,9 +106,11 @@ async def audit_check(base: str, results: list[dict[str, Any]]) -> tuple[int, li
                 if ok or time.monotonic() > deadline:
                     break
                 await asyncio.sleep(1)
-            if not ok:
+            if ok:
+                traces[r["run_id"]] = tr
+            else:
                 lost.append(r["run_id"])
-    return len(lost), lost[:3]
+    return lost, traces
 
 
 def duplicates(db_url: str) -> int:
@@ -167,11 +181,90 @@ def graceful_stop_fault(base: str, cfg: Any, db_url: str) -> dict[str, Any]:
     return out
 
 
-def llm_killed_fault() -> dict[str, Any]:
-    """The embedded vLLM model's replica killed under 8 sessions; runs go on until it serves again."""
+def replica_names(deployment: str, app: str = "raydiag") -> dict[str, str]:
+    """The deployment's replica actors: name -> namespace."""
+    import ray
+
+    prefix = f"SERVE_REPLICA::{app}#{deployment}#"
+    actors = ray.util.list_named_actors(all_namespaces=True)
+    return {a["name"]: a["namespace"] for a in actors if a["name"].startswith(prefix)}
+
+
+def kill_replica_and_wait(deployment: str, recovered_s: list[float]) -> None:
+    """Kill the deployment's replica; return once Serve has another one and calls it healthy."""
     import ray
     from ray import serve
 
+    killed, namespace = sorted(replica_names(deployment).items())[0]
+    ray.kill(ray.get_actor(killed, namespace=namespace), no_restart=True)
+    t0 = time.monotonic()
+    while True:
+        status = serve.status().applications["raydiag"].deployments[deployment].status
+        if set(replica_names(deployment)) - {killed} and status == "HEALTHY":
+            break
+        time.sleep(0.5)
+    recovered_s.append(round(time.monotonic() - t0, 1))
+
+
+def history_mismatches(results: list[dict[str, Any]], traces: dict[str, Any]) -> int:
+    """Turns whose router counted a different number of earlier turns than its session had released.
+    A session's results are in the order it asked (each session asks one question at a time)."""
+    released: dict[str, int] = {}
+    wrong = 0
+    for r in results:
+        trace = traces.get(r.get("run_id") or "")
+        if trace is None:
+            continue
+        attempt = next((e for e in trace["timeline"] if e["event_type"] == "ROUTING_ATTEMPT"), None)
+        seen = (attempt or {}).get("details", {}).get("history_turns")
+        wrong += seen != min(released.get(r["session"], 0), 20)
+        if r.get("content_type"):
+            released[r["session"]] = released.get(r["session"], 0) + 1
+    return wrong
+
+
+def two_ingress_fault(db_url: str, direct: str) -> dict[str, Any]:
+    """Two ingress replicas under 20 sessions, then a rolling update to one replica mid-load."""
+    from ray import serve
+
+    from deployments.app import build_app
+
+    port = sse_load.free_port()
+    with tempfile.TemporaryDirectory(prefix="faults-two-") as tmp:
+        cfg = sse_load.start_app(
+            "scripted", Path(tmp), port, {"ingress": {"num_replicas": 2}, "audit": {"db_url": db_url}}
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            asyncio.run(sse_load.run_level(base, "scripted", 2, 1))  # warm-up
+            rolled: list[float] = []
+
+            def roll_to_one() -> None:
+                time.sleep(3)
+                one = cfg.model_copy(update={"ingress": cfg.ingress.model_copy(update={"num_replicas": 1})})
+                t0 = time.monotonic()
+                serve.run(build_app(one), name="raydiag", route_prefix="/")  # returns once it is running
+                rolled.append(round(time.monotonic() - t0, 1))
+                time.sleep(3)
+
+            res = asyncio.run(load(base, "two", roll_to_one))
+            lost_ids, traces = asyncio.run(read_traces(base, res))
+            replicas: dict[str, int] = {}
+            for r in res:
+                replicas[str(r.get("replica"))] = replicas.get(str(r.get("replica")), 0) + 1
+            note = (
+                f"2 ingress replicas, rolled to 1 mid-load (serve.run returned after {rolled[0] if rolled else '?'} s)"
+            )
+            out = summary("two_ingress_replicas", res, len(lost_ids), lost_ids[:3], duplicates(direct), note)
+            out["runs_per_replica"] = sorted(replicas.values(), reverse=True)
+            out["history_mismatches"] = history_mismatches(res, traces)
+            return out
+        finally:
+            sse_load.stop_app()
+
+
+def llm_killed_fault() -> dict[str, Any]:
+    """The embedded vLLM model's replica killed under 8 sessions; runs go on until it serves again."""
     port = sse_load.free_port()
     with tempfile.TemporaryDirectory(prefix="faults-llm-") as tmp:
         sse_load.start_app("vllm", Path(tmp), port)
@@ -181,25 +274,7 @@ def llm_killed_fault() -> dict[str, Any]:
 
             def kill_llm() -> None:
                 time.sleep(8)  # the first model calls are under way
-                name = next(
-                    a
-                    for a in ray.util.list_named_actors(all_namespaces=True)
-                    if a["name"].startswith("SERVE_REPLICA::raydiag#llm#")
-                )
-                ray.kill(ray.get_actor(name["name"], namespace=name["namespace"]), no_restart=True)
-                t0 = time.monotonic()
-                # Recovered = a replica other than the killed one exists and the deployment is healthy.
-                while True:
-                    names = {
-                        a["name"]
-                        for a in ray.util.list_named_actors(all_namespaces=True)
-                        if a["name"].startswith("SERVE_REPLICA::raydiag#llm#")
-                    }
-                    status = serve.status().applications["raydiag"].deployments["llm"].status
-                    if names - {name["name"]} and status == "HEALTHY":
-                        break
-                    time.sleep(0.5)
-                recovered_s.append(round(time.monotonic() - t0, 1))
+                kill_replica_and_wait("llm", recovered_s)
 
             res = asyncio.run(load(base, "llm", kill_llm, sessions=8))
             lost, samples = asyncio.run(audit_check(base, res))
@@ -269,11 +344,29 @@ def main() -> None:
                     faults.append(summary("search_replica_killed", res, lost, samples, duplicates(direct), note))
                     print(json.dumps(faults[-1]), flush=True)
 
+                audit_back: list[float] = []
+
+                def kill_audit() -> None:
+                    time.sleep(1.5)
+                    kill_replica_and_wait("audit", audit_back)
+                    time.sleep(2)  # keep the load on against the new writer
+
+                if wanted("audit_replica_killed"):
+                    res = asyncio.run(load(base, "audit", kill_audit))
+                    lost, samples = asyncio.run(audit_check(base, res))
+                    back = audit_back[0] if audit_back else "?"
+                    note = f"audit writer replica killed; Serve had a new one after {back} s"
+                    faults.append(summary("audit_replica_killed", res, lost, samples, duplicates(direct), note))
+                    print(json.dumps(faults[-1]), flush=True)
+
                 if wanted("graceful_stop_under_load"):
                     faults.append(graceful_stop_fault(base, cfg, direct))
                     print(json.dumps(faults[-1]), flush=True)
             finally:
                 sse_load.stop_app()
+        if wanted("two_ingress_replicas"):
+            faults.append(two_ingress_fault(via_proxy, direct))
+            print(json.dumps(faults[-1]), flush=True)
         if wanted("llm_replica_killed"):
             faults.append(llm_killed_fault())
             print(json.dumps(faults[-1]), flush=True)
@@ -285,7 +378,14 @@ def main() -> None:
     if only is not None and OUT.exists():
         fresh = {f["name"] for f in faults}
         kept = [f for f in json.loads(OUT.read_text())["faults"] if f["name"] not in fresh]
-        order = ["mariadb_down_15s", "search_replica_killed", "graceful_stop_under_load", "llm_replica_killed"]
+        order = [
+            "mariadb_down_15s",
+            "search_replica_killed",
+            "audit_replica_killed",
+            "graceful_stop_under_load",
+            "two_ingress_replicas",
+            "llm_replica_killed",
+        ]
         faults = sorted(kept + faults, key=lambda f: order.index(f["name"]) if f["name"] in order else len(order))
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"faults": faults, **stamp()}, indent=2) + "\n", encoding="utf-8")

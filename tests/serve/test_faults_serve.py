@@ -276,3 +276,80 @@ async def test_graceful_stop_under_load_finishes_admitted_runs_and_refuses_the_r
             names = [n for n, _ in events]
             assert names[0] == "metadata" and names.count("done") == 1 and names[-1] == "done", names
             await _trace_whole(client, events)
+
+
+async def test_audit_writer_replica_killed_under_20_sessions_loses_and_duplicates_nothing(
+    serve_app: dict[str, str],
+) -> None:
+    """The audit writer's replica killed while 20 sessions chat: the batches it held in memory were
+    never confirmed, so the ingress sends them again to the replica Serve starts in its place."""
+    import ray
+    from sqlalchemy import create_engine, text
+
+    from audit.settings import AuditSettings
+    from deployments.audit_actor import AuditWriterDeployment
+
+    work = tempfile.mkdtemp(prefix="raydiag-auditkill-")
+    db_url = f"sqlite:///{work}/audit.db"
+    audit = AuditWriterDeployment.options(name="audit-kill", ray_actor_options={"num_cpus": 0}).bind(  # type: ignore[attr-defined]
+        # A writer that waits up to 5 s to fill a batch holds seconds of records in memory when it is
+        # killed (a producer waiting for its confirmation makes it write at once).
+        AuditSettings(db_url=db_url, spill_path=f"{work}/spill.jsonl", flush_interval_s=5.0)
+    )
+    cfg = parse_config(
+        {"llm": {"backend": "scripted"}, "audit": {"db_url": db_url, "spill_path": f"{work}/ingress-spill.jsonl"}},
+        "auditkill-test",
+        env={},
+    )
+    serve.run(audit, name="auditkill", route_prefix=None)
+    serve.run(extra_ingress("ingress-auditkill", cfg, audit=("audit-kill", "auditkill")), name="ak", route_prefix="/ak")
+    back, loaded = asyncio.Event(), asyncio.Event()
+    runs: list[list[tuple[str, dict[str, Any]]]] = []
+    try:
+        async with httpx.AsyncClient(base_url=serve_app["base"] + "/ak", timeout=120) as client:
+
+            async def session(i: int) -> None:
+                k = 0
+                while k < 2 or not back.is_set():
+                    runs.append(await _chat(client, f"auditkill-{i}"))
+                    k += 1
+                    if len(runs) >= 20:
+                        loaded.set()
+
+            async def kill() -> None:
+                await loaded.wait()  # under load: records are flowing to the writer
+                replica = next(
+                    a
+                    for a in ray.util.list_named_actors(all_namespaces=True)
+                    if a["name"].startswith("SERVE_REPLICA::auditkill#audit-kill#")
+                )
+                ray.kill(ray.get_actor(replica["name"], namespace=replica["namespace"]), no_restart=True)
+                deadline = time.monotonic() + 120
+                while True:  # back = Serve has another replica and calls the deployment healthy
+                    names = {a["name"] for a in ray.util.list_named_actors(all_namespaces=True)}
+                    fresh = {n for n in names if n.startswith("SERVE_REPLICA::auditkill#")} - {replica["name"]}
+                    status = serve.status().applications["auditkill"].deployments["audit-kill"].status
+                    if fresh and status == "HEALTHY":
+                        break
+                    assert time.monotonic() < deadline, "Serve did not replace the audit writer replica"
+                    await asyncio.sleep(0.5)
+                await asyncio.sleep(2)  # the load goes on against the new writer
+                back.set()
+
+            await asyncio.gather(kill(), *(session(i) for i in range(20)))
+            assert len(runs) > 40
+            for events in runs:
+                names = [n for n, _ in events]
+                assert names.count("done") == 1 and names[-1] == "done"
+            for events in runs:
+                await _trace_whole(client, events)
+        engine = create_engine(db_url)
+        with engine.connect() as conn:
+            finished = conn.execute(
+                text("SELECT COUNT(*) FROM diagnosis_trace_event WHERE event_type = 'RUN_FINISHED'")
+            ).scalar_one()
+        engine.dispose()
+        assert finished == len(runs)  # one RUN_FINISHED row per run: none lost, none twice
+    finally:
+        serve.delete("ak")
+        serve.delete("auditkill")
