@@ -228,11 +228,36 @@ def sse_compare(d: dict[str, Any]) -> str:
     return _table([*header, "runs/s"], rows) + f"\n\nScripted profile at {d['concurrency']} sessions. " + _stamp(d)
 
 
+def admission(d: dict[str, Any]) -> str:
+    rows = []
+    for lv in d["levels"]:
+        r, c = lv["replica_only"], lv["cluster_cap"]
+        rows.append(
+            [
+                str(lv["concurrency"]),
+                f"{_num(r['admit_p50_us'], '{:,}')} / {_num(r['admit_p99_us'], '{:,}')}",
+                f"{_num(c['admit_p50_us'], '{:,}')} / {_num(c['admit_p99_us'], '{:,}')}",
+                _num(r["cycles_per_s"], "{:,}"),
+                _num(c["cycles_per_s"], "{:,}"),
+            ]
+        )
+    header = [
+        "concurrent callers",
+        "replica cap: admit p50 / p99 µs",
+        "+ cluster cap: admit p50 / p99 µs",
+        "replica cap: cycles/s",
+        "+ cluster cap: cycles/s",
+    ]
+    return _table(header, rows) + f"\n\n{d['cycles']} admit + release cycles per cell. " + _stamp(d)
+
+
 FAULTS = {
     "mariadb_down_15s": "MariaDB cut for 15 s mid-load, then restored",
     "search_replica_killed": "search replica killed (Serve restarts it)",
     "graceful_stop_under_load": "graceful stop mid-load (`graceful_stop`: drain, then delete)",
     "llm_replica_killed": "vLLM replica killed under 8 sessions (embedded model)",
+    "audit_replica_killed": "audit writer replica killed under 20 sessions",
+    "two_ingress_replicas": "two ingress replicas, rolled to one under 20 sessions",
 }
 
 
@@ -242,6 +267,9 @@ def faults(d: dict[str, Any]) -> str:
         outcomes = ", ".join(f"{n} `{k}`" for k, n in sorted(f["outcomes"].items(), key=lambda kv: -kv[1]))
         codes = ", ".join(f"`{k}` {n}" for k, n in (f.get("failure_codes") or {}).items())
         note = f["note"] + (f"; failure codes {codes}" if codes else "")
+        if "history_mismatches" in f:
+            per = "/".join(str(n) for n in f["runs_per_replica"])
+            note += f"; runs per replica {per}; turns that missed an earlier turn: {f['history_mismatches']}"
         rows.append(
             [
                 FAULTS.get(f["name"], f["name"]),
@@ -375,6 +403,7 @@ BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "sse_active_runs": ("sse_active_runs.json", sse_compare),
     "sse_session_memory": ("sse_session_memory.json", sse_compare),
     "faults": ("faults.json", faults),
+    "admission": ("admission.json", admission),
     "rca": ("rca.json", rca),
     "rca_published": ("rca_published.json", rca_published),
     "anomaly_ranking": ("anomaly_ranking.json", anomaly_ranking),
