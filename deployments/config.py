@@ -219,6 +219,24 @@ class LLMSettings(_Section):
         return str(path if path.is_absolute() or path.exists() else Path(self.model_root) / self.model)
 
 
+class AlertSettings(_Section):
+    """``POST /api/alerts``: diagnoses triggered by Alertmanager (deployments/alerts.py)."""
+
+    enabled: bool = Field(default=True, description="Serve POST /api/alerts (Alertmanager's webhook receiver).")
+    investigation_delay_s: float = Field(
+        default=900.0,
+        ge=0,
+        description="The run's clock is min(now, earliest startsAt + this): an old alert is diagnosed as it stood.",
+    )
+    dedupe_window_s: float = Field(
+        default=3600.0, ge=0, description="A group (groupKey) seen again within this starts nothing new."
+    )
+    notify_url: str | None = Field(
+        default=None, description="Where to POST the released report of each alert run (JSON); none: not posted."
+    )
+    notify_timeout_s: float = Field(default=10.0, gt=0, description="Timeout of that POST.")
+
+
 class AppConfig(_Section):
     """Everything ``build_app`` needs to build the Ray Serve application."""
 
@@ -226,6 +244,7 @@ class AppConfig(_Section):
     auth: AuthSettings = Field(default_factory=AuthSettings, description="API keys and tenants.")
     ray: RaySettings = Field(default_factory=RaySettings, description="How to reach or start Ray.")
     ingress: IngressSettings = Field(default_factory=IngressSettings, description="The ingress deployment.")
+    alerts: AlertSettings = Field(default_factory=AlertSettings, description="Alertmanager-triggered diagnoses.")
     audit: AuditSettings = Field(default_factory=AuditSettings, description="The audit trail.")
     audit_deployment: AuditDeploymentSettings = Field(
         default_factory=AuditDeploymentSettings, description="Resources of the audit writer deployment."

@@ -25,7 +25,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from audit.records import AuditRecord
 from deployments.admission import Admission, ClusterTenantCap
+from deployments.alerts import AlertDedupe, LocalAlertDedupe, add_alert_routes
 from deployments.auth import ApiKeyMiddleware
+from deployments.config import AlertSettings
 from deployments.limits import RunLimiter
 from deployments.sse import frame_event
 from harness.contracts import ChatRequest, SseEvent
@@ -119,7 +121,7 @@ def add_console_routes(app: FastAPI) -> None:
         return Response((CONSOLE / name).read_bytes(), media_type=CONSOLE_ASSETS[name], headers=CONSOLE_HEADERS)
 
 
-RunChat = Callable[[ChatRequest, str | None], AsyncGenerator[SseEvent, None]]
+RunChat = Callable[..., AsyncGenerator[SseEvent, None]]  # (request, tenant[, run options])
 
 REPLICA_HEADER = b"x-raydiag-replica"
 
@@ -159,8 +161,11 @@ def create_api(
     probes: dict[str, Callable[[], Awaitable[dict[str, Any]]]] | None = None,
     cluster_cap: ClusterTenantCap | None = None,
     replica: str | None = None,
+    alerts: AlertSettings | None = None,
+    alert_dedupe: AlertDedupe | None = None,
 ) -> FastAPI:
-    """``replica``: this ingress replica's id, sent back as ``X-Raydiag-Replica``. ``probes``: the
+    """``alerts``: serve POST /api/alerts (deployments/alerts.py), deduplicated by ``alert_dedupe``.
+    ``replica``: this ingress replica's id, sent back as ``X-Raydiag-Replica``. ``probes``: the
     deployments a chat needs (llm, embedder, search), each a cheap call that answers only when a
     replica serves; /healthz is 503 until every one does. ``cluster_cap``: the tenant cap counted
     across every ingress replica (deployments/admission.py)."""
@@ -263,6 +268,20 @@ def create_api(
             stream(),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    if alerts is not None and alerts.enabled:
+        add_alert_routes(
+            app,
+            run_chat,
+            alerts,
+            admission=admission,
+            dedupe=alert_dedupe or LocalAlertDedupe(),
+            tenant_of=tenant_of,
+            parse_body=parse_body,
+            error=error,
+            stopping=stopping,
+            retry_after_s=retry_after_s,
         )
 
     async def _trace_reply(result: dict[str, Any]) -> JSONResponse:

@@ -17,6 +17,7 @@ from ray.serve.handle import DeploymentHandle
 from audit.records import AuditRecord
 from audit.spill_owner import adopt_orphans, claim, family_of, replica_spill_path
 from deployments.admission import ClusterTenantCap
+from deployments.alerts import ClusterAlertDedupe
 from deployments.audit_client import BufferedAuditSink
 from deployments.config import AppConfig
 from deployments.http_api import create_api, error
@@ -25,7 +26,7 @@ from deployments.llm_client import LLMHandleModel
 from deployments.openai_api import add_openai_routes
 from deployments.openai_client import OpenAIEndpointModel
 from deployments.session_memory import SharedHistory, memory_actor
-from deployments.stopping import DrainWatch
+from deployments.stopping import DrainWatch, stop_signal
 from harness.contracts import ChatRequest, SseEvent, event_data
 from harness.model import ChatModel
 from harness.pipeline import DiagnosisPipeline
@@ -201,6 +202,8 @@ class Ingress:
         self.drain = DrainWatch(ctx.app_name, self.replica_id, self.limiter.in_flight)
         # A tenant's cap counts its runs on every replica (the control actor the drain watch reports to).
         self.cluster_cap = ClusterTenantCap(ctx.app_name, self.replica_id, cfg.ingress.max_runs_per_tenant)
+        # A group Alertmanager sends again is recognised by whichever replica it reaches.
+        self.alert_dedupe = ClusterAlertDedupe(ctx.app_name, stop_signal)
         # Serve runs a synchronous constructor on the replica's event loop: the watch lives there.
         self._drain_task = asyncio.get_running_loop().create_task(self.drain.run())
 
@@ -259,6 +262,8 @@ class Ingress:
             probes=self.probes,
             cluster_cap=self.cluster_cap,
             replica=self.replica_id,
+            alerts=self.cfg.alerts,
+            alert_dedupe=self.alert_dedupe,
         )
         if self.llm is not None:
             add_openai_routes(

@@ -59,6 +59,26 @@ class _TenantSlot:
 SLOT_MAX_AGE_S = 1800.0
 
 
+class ClaimBook:
+    """Keys claimed for a while: the first claim of a key within its window wins, repeats do not."""
+
+    def __init__(self, clock: Any = time.monotonic) -> None:
+        self.clock = clock
+        self._until: dict[str, float] = {}
+
+    def claim(self, key: str, window_s: float) -> bool:
+        now = self.clock()
+        for k in [k for k, until in self._until.items() if until <= now]:
+            del self._until[k]
+        if key in self._until:
+            return False
+        self._until[key] = now + window_s
+        return True
+
+    def unclaim(self, key: str) -> None:
+        self._until.pop(key, None)
+
+
 class DrainBoard:
     """Which applications are stopping, what each of their ingress replicas last reported, and the
     per-tenant runs in flight across all of them (cluster-wide tenant caps). Runs as the one
@@ -72,6 +92,13 @@ class DrainBoard:
         self.slots: dict[int, _TenantSlot] = {}
         self._next_slot = 0
         self._seen: dict[tuple[str, str], float] = {}  # a replica's last report or admission
+        self.claims = ClaimBook(clock)  # alert groups seen lately, across replicas (deployments/alerts.py)
+
+    def claim(self, app: str, key: str, window_s: float) -> bool:
+        return self.claims.claim(f"{app}\n{key}", window_s)
+
+    def unclaim(self, app: str, key: str) -> None:
+        self.claims.unclaim(f"{app}\n{key}")
 
     def acquire(self, app: str, tenant: str, replica: str, cap: int) -> int | None:
         """A slot for one more run of ``tenant`` in ``app`` if fewer than ``cap`` are in flight

@@ -1,5 +1,6 @@
 """A real Prometheus server on 127.0.0.1 over a temporary TSDB backfilled with a Nezha day
-(Debian's ``prometheus`` 2.42 and ``promtool``; ``make test`` installs them when missing)."""
+(Debian's ``prometheus`` 2.42 and ``promtool``; ``make test`` installs them when missing), and the
+helper that runs such a server (Alertmanager too) until it is ready and stops it by its PID."""
 
 from __future__ import annotations
 
@@ -41,31 +42,35 @@ def prometheus_with_day(day: Path, workdir: Path) -> Iterator[str]:
     config = workdir / "prometheus.yml"
     config.write_text("global:\n  scrape_interval: 1m\nscrape_configs: []\n", encoding="utf-8")
     port = _free_port()
-    log = (workdir / "prometheus.log").open("w")
-    proc = subprocess.Popen(
-        [
-            prom,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={tsdb}",
-            "--storage.tsdb.retention.time=100y",  # the 2022 blocks would be deleted as too old otherwise
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
     url = f"http://127.0.0.1:{port}"
+    cmd = [
+        prom,
+        f"--config.file={config}",
+        f"--storage.tsdb.path={tsdb}",
+        "--storage.tsdb.retention.time=100y",  # the 2022 blocks would be deleted as too old otherwise
+        f"--web.listen-address=127.0.0.1:{port}",
+    ]
+    with running(cmd, f"{url}/-/ready", workdir / "prometheus.log"):
+        yield url
+
+
+@contextmanager
+def running(cmd: list[str], ready_url: str, log_path: Path) -> Iterator[None]:
+    """Start ``cmd``, wait until ``ready_url`` answers 200 (60 s), stop it by its PID afterwards."""
+    log = log_path.open("w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + 60
         while True:
             try:
-                if httpx.get(f"{url}/-/ready", timeout=2, trust_env=False).status_code == 200:
+                if httpx.get(ready_url, timeout=2, trust_env=False).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
-            assert proc.poll() is None, (workdir / "prometheus.log").read_text()[-2000:]
-            assert time.time() < deadline, "prometheus did not become ready in 60 s"
+            assert proc.poll() is None, log_path.read_text()[-2000:]
+            assert time.time() < deadline, f"{Path(cmd[0]).name} did not become ready in 60 s"
             time.sleep(0.3)
-        yield url
+        yield
     finally:
         proc.terminate()
         try:

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from deployments.config import AlertSettings
 from deployments.http_api import create_api
 from deployments.sse import frame, parse
 from harness.contracts import ChatRequest, DoneEvent, MetadataEvent, SseEvent
@@ -55,14 +56,15 @@ def test_sse_rejects_event_names_that_would_break_framing(name: str) -> None:
 
 
 def _app() -> Any:
-    async def run_chat(req: ChatRequest, tenant: str | None) -> AsyncGenerator[SseEvent, None]:
+    async def run_chat(req: ChatRequest, tenant: str | None, options: Any = None) -> AsyncGenerator[SseEvent, None]:
         yield MetadataEvent(session_id=req.Id, run_id="r1")
         yield DoneEvent(outcome="SUCCESS")
 
     async def flush() -> bool:
         return True
 
-    return create_api(run_chat, TenantAudit(), lambda r: None, flush, 4096)
+    # /api/alerts too: a generated Alertmanager payload must never get a 5xx either.
+    return create_api(run_chat, TenantAudit(), lambda r: None, flush, 4096, alerts=AlertSettings())
 
 
 APP = _app()
