@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -67,6 +68,7 @@ def main() -> None:
     args = ap.parse_args()
     import ray
 
+    os.environ["RAY_AUTH_MODE"] = "disabled"  # a private loopback cluster, as the service starts one
     work = tempfile.mkdtemp(prefix="raydiag-admission-")
     ray.init(num_cpus=2, include_dashboard=False, _temp_dir=f"{work}/ray", _node_ip_address="127.0.0.1")
     try:
