@@ -228,6 +228,18 @@ def sse_compare(d: dict[str, Any]) -> str:
     return _table([*header, "runs/s"], rows) + f"\n\nScripted profile at {d['concurrency']} sessions. " + _stamp(d)
 
 
+def search_lock(d: dict[str, Any]) -> str:
+    rows = []
+    for name, label in (("no_lock", "concurrent (server URI, now)"), ("lock", "one at a time (the old lock)")):
+        for i, r in enumerate(d["results"][name], 1):
+            rows.append([label, str(i), _num(r["lookups_per_s"], "{:,}"), f"{r['p50_ms']} / {r['p95_ms']}"])
+    table = _table(["search deployment", "round", "lookups/s", "p50 / p95 ms"], rows)
+    return (
+        f"{table}\n\n{d['server']}; {d['mode']} path, {d['chunks']:,} chunks, {d['queries']} queries a round, "
+        f"{d['concurrency']} concurrent callers; best round {d['speedup']}× without the lock. " + _stamp(d)
+    )
+
+
 def admission(d: dict[str, Any]) -> str:
     rows = []
     for lv in d["levels"]:
@@ -404,6 +416,7 @@ BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "sse_session_memory": ("sse_session_memory.json", sse_compare),
     "faults": ("faults.json", faults),
     "admission": ("admission.json", admission),
+    "search_lock": ("search_lock.json", search_lock),
     "rca": ("rca.json", rca),
     "rca_published": ("rca_published.json", rca_published),
     "anomaly_ranking": ("anomaly_ranking.json", anomaly_ranking),

@@ -110,7 +110,7 @@ def main() -> None:
 
     cls = SearchDeployment.func_or_class
     dep = cls.__new__(cls)
-    dep.store, dep.fusion = store, FusionSettings()
+    dep.store, dep.fusion, dep._lock = store, FusionSettings(), None
     # The deployment's constructor sets no lock for a server URI ("://"); the old code always set one.
 
     async def run() -> dict[str, list[dict[str, float]]]:
