@@ -12,6 +12,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+# Retrieval (rag_lookup_v1): the result types belong to rag/, which knows nothing of the agent; they
+# are re-exported here with the seed's other contracts.
+from rag.results import AttemptName as AttemptName
+from rag.results import L0Hints as L0Hints
+from rag.results import RelevanceLevel as RelevanceLevel
+from rag.results import RetrievalAttempt as RetrievalAttempt
+from rag.results import RetrievalDetails as RetrievalDetails
+
 MAX_QUESTION_CHARS = 8000
 
 
@@ -251,52 +259,6 @@ class VerifierEvaluation(_Strict):
     executor_output_parse_status: ExecutorOutputParseStatus
     executor_structured_output: dict[str, Any] | None
     tool_trace_summary: list[ToolTraceSummaryItem]
-
-
-# ---------------------------------------------------------------------- retrieval (rag_lookup_v1)
-
-RelevanceLevel = Literal["PRECISE", "REFERENCE", "RELATED", ""]
-AttemptName = Literal["FILTERED_VECTOR", "UNFILTERED_VECTOR"]
-
-
-class RetrievalAttempt(_Strict):
-    name: AttemptName
-    usable: bool
-    duration_ms: int = Field(ge=0)
-    top_similarity: float | None
-    candidate_count: int = Field(ge=0)
-
-
-class L0Hints(_Strict):
-    domains: list[str] = Field(default_factory=list)
-    matched_keywords: list[str] = Field(default_factory=list)
-
-
-class RetrievalDetails(_Strict):
-    """Seed e2e §3.3: ``tool_invocation.retrieval_details`` with ``audit_schema = rag_lookup_v1``."""
-
-    audit_schema: Literal["rag_lookup_v1"] = "rag_lookup_v1"
-    search_mode: Literal["hybrid", "dense", "bm25"]
-    tool_call_id: str
-    status: str
-    invocation_status: str
-    evidence_status: Literal["EVIDENCE_FOUND", "NO_EVIDENCE", "ERROR"]
-    retrieval_evidence_status: str
-    attempts: list[RetrievalAttempt]
-    selected_attempt: AttemptName | None
-    l0_hints: L0Hints
-    sources: list[str]
-    evidence_keys: list[str]
-    evidence_candidate_count: int = Field(ge=0)
-    evidence_block_count: int = Field(ge=0)
-    returned_count: int = Field(ge=0)
-    context_used_chars: int = Field(ge=0)
-    context_char_budget: int = Field(gt=0)
-    agent_result_bytes: int = Field(ge=0)
-    completeness_hint: str
-    truncated: bool
-    relevance_level: RelevanceLevel = ""
-    error_message: str | None = None
 
 
 # --------------------------------------------------------------------------------- release

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.contracts import L0Hints, RetrievalAttempt, RetrievalDetails
-from harness.tools.lookup_knowledge import LookupOutcome
 from rag.embedding import Encoded
+from rag.results import L0Hints, LookupOutcome, RetrievalAttempt, RetrievalDetails
 from rag.store import Hit, SearchMode
 
 log = logging.getLogger(__name__)

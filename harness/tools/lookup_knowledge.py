@@ -7,24 +7,10 @@ The retrieval itself (embedding, Milvus hybrid search, post-processing) lives in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from harness.tools.base import ToolResult
-
-
-@dataclass
-class LookupOutcome:
-    evidence_status: str  # EVIDENCE_FOUND | NO_EVIDENCE | ERROR
-    agent_view: dict[str, Any]  # RagToolResult: evidence blocks keyed docId#chunk-n
-    retrieval_details: dict[str, Any]  # rag_lookup_v1
-    relevance_level: str = ""
-    retrieval_layer: str | None = None
-    l0_match_count: int = 0
-    l1_match_count: int = 0
-    truncated: bool = False
-    error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+from rag.results import LookupOutcome as LookupOutcome  # defined by the retrieval it describes
 
 
 class KnowledgeLookup(Protocol):

@@ -1,0 +1,73 @@
+"""What a knowledge lookup returns: the seed's ``rag_lookup_v1`` audit record (e2e walkthrough §3.3)
+and the outcome the agent's tool turns into a tool result. Defined here, in rag/, which imports nothing
+from the agent (harness/) or the service (deployments/): the harness imports these types from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+RelevanceLevel = Literal["PRECISE", "REFERENCE", "RELATED", ""]
+AttemptName = Literal["FILTERED_VECTOR", "UNFILTERED_VECTOR"]
+
+
+class RetrievalAttempt(_Strict):
+    name: AttemptName
+    usable: bool
+    duration_ms: int = Field(ge=0)
+    top_similarity: float | None
+    candidate_count: int = Field(ge=0)
+
+
+class L0Hints(_Strict):
+    domains: list[str] = Field(default_factory=list)
+    matched_keywords: list[str] = Field(default_factory=list)
+
+
+class RetrievalDetails(_Strict):
+    """Seed e2e §3.3: ``tool_invocation.retrieval_details`` with ``audit_schema = rag_lookup_v1``."""
+
+    audit_schema: Literal["rag_lookup_v1"] = "rag_lookup_v1"
+    search_mode: Literal["hybrid", "dense", "bm25"]
+    tool_call_id: str
+    status: str
+    invocation_status: str
+    evidence_status: Literal["EVIDENCE_FOUND", "NO_EVIDENCE", "ERROR"]
+    retrieval_evidence_status: str
+    attempts: list[RetrievalAttempt]
+    selected_attempt: AttemptName | None
+    l0_hints: L0Hints
+    sources: list[str]
+    evidence_keys: list[str]
+    evidence_candidate_count: int = Field(ge=0)
+    evidence_block_count: int = Field(ge=0)
+    returned_count: int = Field(ge=0)
+    context_used_chars: int = Field(ge=0)
+    context_char_budget: int = Field(gt=0)
+    agent_result_bytes: int = Field(ge=0)
+    completeness_hint: str
+    truncated: bool
+    relevance_level: RelevanceLevel = ""
+    error_message: str | None = None
+
+
+@dataclass
+class LookupOutcome:
+    evidence_status: str  # EVIDENCE_FOUND | NO_EVIDENCE | ERROR
+    agent_view: dict[str, Any]  # RagToolResult: evidence blocks keyed docId#chunk-n
+    retrieval_details: dict[str, Any]  # rag_lookup_v1
+    relevance_level: str = ""
+    retrieval_layer: str | None = None
+    l0_match_count: int = 0
+    l1_match_count: int = 0
+    truncated: bool = False
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
