@@ -237,6 +237,26 @@ class AlertSettings(_Section):
     notify_timeout_s: float = Field(default=10.0, gt=0, description="Timeout of that POST.")
 
 
+class TracingSettings(_Section):
+    """OpenTelemetry GenAI traces of every run (audit/genai_traces.py)."""
+
+    otlp_endpoint: str | None = Field(
+        default=None,
+        description="OTLP/HTTP base URL of a collector, e.g. http://127.0.0.1:4318 (traces go to /v1/traces); "
+        "none: no export. Overridden by RAYDIAG_OTLP_ENDPOINT.",
+    )
+    capture_content: bool = Field(
+        default=False, description="Put the question and the released answer (redacted) on the run's span."
+    )
+    service_name: str = Field(default="raydiag", description="The traces' service.name resource attribute.")
+
+    def traces_url(self) -> str | None:
+        if not self.otlp_endpoint:
+            return None
+        base = self.otlp_endpoint.rstrip("/")
+        return base if base.endswith("/v1/traces") else base + "/v1/traces"
+
+
 class AppConfig(_Section):
     """Everything ``build_app`` needs to build the Ray Serve application."""
 
@@ -245,6 +265,7 @@ class AppConfig(_Section):
     ray: RaySettings = Field(default_factory=RaySettings, description="How to reach or start Ray.")
     ingress: IngressSettings = Field(default_factory=IngressSettings, description="The ingress deployment.")
     alerts: AlertSettings = Field(default_factory=AlertSettings, description="Alertmanager-triggered diagnoses.")
+    tracing: TracingSettings = Field(default_factory=TracingSettings, description="OpenTelemetry export of runs.")
     audit: AuditSettings = Field(default_factory=AuditSettings, description="The audit trail.")
     audit_deployment: AuditDeploymentSettings = Field(
         default_factory=AuditDeploymentSettings, description="Resources of the audit writer deployment."
@@ -267,6 +288,7 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "RAYDIAG_PORT": ("server", "port"),
     "RAYDIAG_HOST": ("server", "host"),
     "RAYDIAG_RAY_ADDRESS": ("ray", "address"),
+    "RAYDIAG_OTLP_ENDPOINT": ("tracing", "otlp_endpoint"),
 }
 
 

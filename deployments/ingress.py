@@ -56,6 +56,26 @@ def _model(cfg: AppConfig, llm: DeploymentHandle | None) -> ChatModel | None:
     return LLMHandleModel(llm) if llm is not None else None
 
 
+def traced_sink(cfg: AppConfig, sink: BufferedAuditSink) -> Any:
+    """``sink``, or with ``tracing.otlp_endpoint`` set, ``sink`` behind the GenAI trace exporter."""
+    url = cfg.tracing.traces_url()
+    if url is None:
+        return sink
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from audit.genai_traces import GenAiTraceSink
+
+    provider = {"vllm": "vllm", "openai": "openai"}.get(cfg.llm.backend, f"raydiag.{cfg.llm.backend}")
+    return GenAiTraceSink(
+        sink,
+        OTLPSpanExporter(endpoint=url),
+        model=cfg.llm.model,
+        provider=provider,
+        capture_content=cfg.tracing.capture_content,
+        service_name=cfg.tracing.service_name,
+    )
+
+
 def _lookup(
     cfg: AppConfig, embedder: DeploymentHandle | None, search: DeploymentHandle | None
 ) -> KnowledgeLookupService | None:
@@ -181,8 +201,10 @@ class Ingress:
         cls = _import(pipeline_cls)
         if not (isinstance(cls, type) and issubclass(cls, DiagnosisPipeline)):
             raise TypeError(f"{pipeline_cls} is not a DiagnosisPipeline")
+        # With tracing on, the pipeline's records also become one OpenTelemetry trace per run.
+        self.run_sink = traced_sink(cfg, self.sink)
         self.pipeline = build_pipeline(
-            self.sink,
+            self.run_sink,
             cfg.harness,
             cfg.telemetry,
             model=_model(cfg, llm),
@@ -272,7 +294,7 @@ class Ingress:
                 error,
                 limiter=self.limiter,
                 cluster_cap=self.cluster_cap,
-                sink=self.sink,
+                sink=self.run_sink,
                 retry_after_s=self.cfg.ingress.retry_after_s,
                 stopping=lambda: self.drain.draining,
             )
@@ -281,5 +303,7 @@ class Ingress:
     async def __del__(self) -> None:
         self._drain_task.cancel()
         await self.drain.leave()
+        if self.run_sink is not self.sink:
+            self.run_sink.shutdown()  # export the traces still batched
         await self.sink.close()  # what it could not ship is in its spill file now
         self._spill_lock.close()  # the next replica on this node may adopt that file

@@ -102,8 +102,12 @@ class RunRecorder:
         self._emit("run_started", {"query": self.query, "agent_flow": agent_flow, "tenant_id": self.tenant_id})
         self.timeline("RUN", "RUN_STARTED", "RUNNING", agent_flow=agent_flow, **context)
 
-    def model_usage(self, phase: str, component: str, component_round: int, usage: Usage | None) -> None:
-        """One MODEL_TOKEN_USAGE event per model call (seed e2e §8.1)."""
+    def model_usage(
+        self, phase: str, component: str, component_round: int, usage: Usage | None, duration_ms: int | None = None
+    ) -> None:
+        """One MODEL_TOKEN_USAGE event per model call (seed e2e §8.1), with the call's duration when known
+        (the OpenTelemetry export builds each call's span from it: audit/genai_traces.py)."""
+        timing = {} if duration_ms is None else {"duration_ms": duration_ms}
         self.model_call_count += 1
         if usage is None:
             self.usage_unavailable_count += 1
@@ -117,6 +121,7 @@ class RunRecorder:
                 output_tokens=0,
                 total_tokens=0,
                 usage_available=False,
+                **timing,
             )
             return
         self.input_tokens += usage.input_tokens
@@ -131,6 +136,7 @@ class RunRecorder:
             output_tokens=usage.output_tokens,
             total_tokens=usage.total_tokens,
             usage_available=True,
+            **timing,
         )
 
     # -- agent steps and tools ---------------------------------------------------------------

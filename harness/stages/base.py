@@ -69,7 +69,7 @@ async def call_model(
     except TimeoutError as err:
         raise StageError("MODEL_TIMEOUT", f"the {stage} model call timed out") from err
     duration_ms = int((time.perf_counter() - start) * 1000)
-    ctx.recorder.model_usage(phase, component, ctx.next_round(component), response.usage)
+    ctx.recorder.model_usage(phase, component, ctx.next_round(component), response.usage, duration_ms)
     return response, duration_ms
 
 
