@@ -19,7 +19,7 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-PROTECTED = ("/api/", "/v1/")
+PROTECTED = ("/api/", "/v1/", "/mcp")
 
 
 def tenant_for(header: str | None, keys: dict[str, str]) -> str | None:

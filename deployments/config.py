@@ -115,6 +115,9 @@ class IngressSettings(_Section):
         description="Chat runs in flight per replica; more get 429 + Retry-After (no queue). Keep it below "
         "max_ongoing_requests so trace and health requests still get through.",
     )
+    mcp: bool = Field(
+        default=True, description="Serve the MCP endpoint at /mcp (streamable HTTP; behind the API keys)."
+    )
     max_active_runs: int = Field(
         default=1024,
         gt=0,

@@ -16,13 +16,14 @@ from ray.serve.handle import DeploymentHandle
 
 from audit.records import AuditRecord
 from audit.spill_owner import adopt_orphans, claim, family_of, replica_spill_path
-from deployments.admission import ClusterTenantCap
+from deployments.admission import Admission, ClusterTenantCap
 from deployments.alerts import ClusterAlertDedupe
 from deployments.audit_client import BufferedAuditSink
 from deployments.config import AppConfig
 from deployments.http_api import create_api, error
 from deployments.limits import RunLimiter
 from deployments.llm_client import LLMHandleModel
+from deployments.mcp_server import build_mcp, hold_open, mcp_routes
 from deployments.openai_api import add_openai_routes
 from deployments.openai_client import OpenAIEndpointModel
 from deployments.session_memory import SharedHistory, memory_actor
@@ -201,6 +202,7 @@ class Ingress:
         cls = _import(pipeline_cls)
         if not (isinstance(cls, type) and issubclass(cls, DiagnosisPipeline)):
             raise TypeError(f"{pipeline_cls} is not a DiagnosisPipeline")
+        self.lookup = _lookup(cfg, embedder, search)
         # With tracing on, the pipeline's records also become one OpenTelemetry trace per run.
         self.run_sink = traced_sink(cfg, self.sink)
         self.pipeline = build_pipeline(
@@ -208,7 +210,7 @@ class Ingress:
             cfg.harness,
             cfg.telemetry,
             model=_model(cfg, llm),
-            lookup=_lookup(cfg, embedder, search),
+            lookup=self.lookup,
             pipeline_cls=cls,
             embed=_embed(embedder),
             history=(
@@ -228,6 +230,15 @@ class Ingress:
         self.alert_dedupe = ClusterAlertDedupe(ctx.app_name, stop_signal)
         # Serve runs a synchronous constructor on the replica's event loop: the watch lives there.
         self._drain_task = asyncio.get_running_loop().create_task(self.drain.run())
+        # /mcp: the MCP server over the same pipeline, audit and limits (deployments/mcp_server.py). The
+        # SDK's session manager serves only while its context is open: for the replica's life.
+        self._mcp_stop = asyncio.Event()
+        self._mcp_routes: list[Any] = []
+        if cfg.ingress.mcp:
+            admission = Admission(self.limiter, self.cluster_cap)
+            mcp = build_mcp(self._run_chat, self.audit, self.lookup, admission, self.sink.flush)
+            self._mcp_routes = mcp_routes(mcp)
+            self._mcp_task = asyncio.get_running_loop().create_task(hold_open(mcp, self._mcp_stop))
 
     async def _run_chat(
         self, req: ChatRequest, tenant_id: str | None, options: RunOptions | None = None
@@ -298,10 +309,12 @@ class Ingress:
                 retry_after_s=self.cfg.ingress.retry_after_s,
                 stopping=lambda: self.drain.draining,
             )
+        app.router.routes.extend(self._mcp_routes)
         return app
 
     async def __del__(self) -> None:
         self._drain_task.cancel()
+        self._mcp_stop.set()
         await self.drain.leave()
         if self.run_sink is not self.sink:
             self.run_sink.shutdown()  # export the traces still batched

@@ -1,0 +1,138 @@
+"""The MCP endpoint (/mcp, deployments/mcp_server.py) spoken to by the SDK's own client over real HTTP:
+the service's app served by uvicorn on 127.0.0.1, the real pipeline behind it (scripted model), the
+lookup a neighbour. Tools are listed, `diagnose` streams progress and returns the released report,
+`search_runbooks` returns evidence blocks, a missing key is refused and the admission limit applies.
+The serve tier repeats the round trip through Ray Serve with the real audit trail (tests/serve)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+import pytest
+import uvicorn
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from deployments.admission import Admission
+from deployments.http_api import create_api
+from deployments.limits import RunLimiter
+from deployments.mcp_server import build_mcp, hold_open, mcp_routes
+from harness.rules_model import RulesModel
+from harness.settings import HarnessSettings
+from harness.wiring import build_pipeline, bundled_telemetry
+from tests.conftest import REPO
+from tests.fakes.sinks import ListSink
+from tests.fakes.slow_pipeline import PacedPipeline
+from tests.harness.test_rules_model import OneRunbook
+from tests.unit.test_trace_wait import ArrivingAudit
+
+KEY = "mcp-key-1234"
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+async def service() -> AsyncIterator[dict[str, Any]]:
+    sink = ListSink()
+    limiter = RunLimiter(8, 1)  # one run in flight per tenant
+    pipeline = build_pipeline(
+        sink, HarnessSettings(), bundled_telemetry(REPO), RulesModel(), OneRunbook(True), pipeline_cls=PacedPipeline
+    )
+
+    async def flush() -> bool:
+        return True
+
+    app = create_api(
+        pipeline.run, ArrivingAudit(1), lambda r: None, flush, 65536, api_keys={"team-a": KEY}, limiter=limiter
+    )
+    server = build_mcp(pipeline.run, ArrivingAudit(1), OneRunbook(True), Admission(limiter))
+    app.router.routes.extend(mcp_routes(server))
+    stop = asyncio.Event()
+    holder = asyncio.create_task(hold_open(server, stop))
+    port = _port()
+    http = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+    serving = asyncio.create_task(http.serve())
+    for _ in range(200):
+        if http.started:
+            break
+        await asyncio.sleep(0.05)
+    try:
+        yield {"url": f"http://127.0.0.1:{port}/mcp", "sink": sink}
+    finally:
+        http.should_exit = True
+        await serving
+        stop.set()
+        await holder
+
+
+async def _session(url: str, key: str | None = KEY) -> Any:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx2.AsyncClient(headers=headers, timeout=60)
+
+
+async def test_the_sdk_client_lists_the_tools_and_diagnoses_with_progress(service: dict[str, Any]) -> None:
+    progress: list[tuple[float, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, message))
+
+    async with (
+        await _session(service["url"]) as http,
+        streamable_http_client(service["url"], http_client=http) as (
+            read,
+            write,
+        ),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        names = {t.name for t in (await session.list_tools()).tools}
+        assert names == {"diagnose", "get_trace", "search_runbooks"}
+        result = await session.call_tool(
+            "diagnose",
+            {"question": "HikariCP connection pool exhausted, requests time out", "session_id": "mcp-s1"},
+            progress_callback=on_progress,
+        )
+        assert not result.is_error, result
+        report = result.structured_content
+        search = await session.call_tool("search_runbooks", {"query": "HikariCP pool exhausted"})
+    assert report["sessionId"] == "mcp-s1" and report["outcome"] in ("SUCCESS", "FALLBACK")
+    assert report["content"]["content_type"] in ("DIAGNOSIS_REPORT", "SAFE_FALLBACK")
+    # The run is an ordinary audited run of team-a (the key's tenant).
+    started = next(r for r in service["sink"].records if r.kind == "run_started" and r.run_id == report["runId"])
+    assert started.data["tenant_id"] == "team-a"
+    # Progress: one notification per status event of the run (ROUTING, PLANNING, …), in order.
+    assert len(progress) >= 2 and [p[0] for p in progress] == list(range(1, len(progress) + 1))
+    assert progress[0][1] is not None and progress[0][1].startswith("ROUTING")
+    assert not search.is_error and search.structured_content["evidence"][0]["key"] == "hikaricp#chunk-0"
+
+
+async def test_without_a_key_the_endpoint_refuses(service: dict[str, Any]) -> None:
+    async with httpx2.AsyncClient(timeout=10) as http:
+        r = await http.post(service["url"], json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert r.status_code == 401
+
+
+async def test_diagnose_is_admitted_like_a_chat(service: dict[str, Any]) -> None:
+    async with (
+        await _session(service["url"]) as http,
+        streamable_http_client(service["url"], http_client=http) as (
+            read,
+            write,
+        ),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        question = {"question": "orders-db replication lag above 30 s"}
+        first = asyncio.create_task(session.call_tool("diagnose", question))
+        await asyncio.sleep(0.5)  # the paced run holds team-a's one slot
+        refused = await session.call_tool("diagnose", question)
+        assert refused.is_error and "TOO_MANY_RUNS" in str(refused.content)
+        assert not (await first).is_error
