@@ -83,6 +83,7 @@ class Admission:
             admitted, cluster_slot = await self.cluster.acquire(tenant)
             if not admitted:
                 if self.limiter:
+                    self.limiter.on_reject("cluster_tenant")
                     self.limiter.release(slot)
                 cap = self.cluster.cap
                 return None, f"{cap} diagnoses of this tenant are running across the service, its limit; try again"

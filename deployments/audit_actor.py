@@ -20,6 +20,7 @@ from audit.settings import AuditSettings
 from audit.store import AuditStore
 from audit.trace_reader import TraceNotFound, TraceReader
 from audit.writer import AuditWriter, dead_letter_path
+from deployments.metrics import ServiceMetrics
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,7 @@ class AuditWriterDeployment:
         self.writer = AuditWriter(AuditStore(self.engine), settings)
         self.writer.start()
         self.reader = TraceReader(self.engine)
+        self.metrics = ServiceMetrics()
 
     async def _ensure_schema(self) -> None:
         if not self.migrated:
@@ -52,7 +54,10 @@ class AuditWriterDeployment:
         """Answers once the records are committed (``committed``) or durably spilled (``spilled``): a
         producer keeps a batch until this returns, so this replica dying loses none of it."""
         receipt = self.writer.submit((AuditRecord.model_validate(r) for r in records), floors)
-        return await self.writer.confirm(receipt, self.settings.handoff_confirm_s)
+        answer = await self.writer.confirm(receipt, self.settings.handoff_confirm_s)
+        self.metrics.audit_spilled.set(self.writer.stats.spilled)
+        self.metrics.audit_dead_lettered.set(self.writer.stats.dead_lettered)
+        return answer
 
     async def flush(self, timeout_s: float = 30.0) -> bool:
         return await self.writer.flush(timeout_s)

@@ -118,6 +118,9 @@ class IngressSettings(_Section):
     mcp: bool = Field(
         default=True, description="Serve the MCP endpoint at /mcp (streamable HTTP; behind the API keys)."
     )
+    metrics: bool = Field(
+        default=True, description="Record raydiag_* series through Ray's metrics and serve GET /metrics."
+    )
     max_active_runs: int = Field(
         default=1024,
         gt=0,

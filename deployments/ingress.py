@@ -24,6 +24,7 @@ from deployments.http_api import create_api, error
 from deployments.limits import RunLimiter
 from deployments.llm_client import LLMHandleModel
 from deployments.mcp_server import build_mcp, hold_open, mcp_routes
+from deployments.metrics import MetricsSink, ServiceMetrics, add_metrics_route
 from deployments.openai_api import add_openai_routes
 from deployments.openai_client import OpenAIEndpointModel
 from deployments.session_memory import SharedHistory, memory_actor
@@ -203,8 +204,13 @@ class Ingress:
         if not (isinstance(cls, type) and issubclass(cls, DiagnosisPipeline)):
             raise TypeError(f"{pipeline_cls} is not a DiagnosisPipeline")
         self.lookup = _lookup(cfg, embedder, search)
-        # With tracing on, the pipeline's records also become one OpenTelemetry trace per run.
-        self.run_sink = traced_sink(cfg, self.sink)
+        # With tracing on, the pipeline's records also become one OpenTelemetry trace per run; with
+        # metrics on, they are counted into the raydiag_* series (deployments/metrics.py).
+        self.traced = traced_sink(cfg, self.sink)
+        self.metrics = ServiceMetrics() if cfg.ingress.metrics else None
+        self.run_sink = (
+            MetricsSink(self.traced, self.metrics, lambda: self.sink.pending) if self.metrics else self.traced
+        )
         self.pipeline = build_pipeline(
             self.run_sink,
             cfg.harness,
@@ -223,6 +229,9 @@ class Ingress:
         # their stream open, so a busy replica's event loop stays short and new streams start fast.
         self.active_runs = asyncio.Semaphore(cfg.ingress.max_active_runs)
         self.limiter = RunLimiter(cfg.ingress.max_concurrent_runs, cfg.ingress.max_runs_per_tenant)
+        if self.metrics is not None:
+            rejections = self.metrics.admission_rejections
+            self.limiter.on_reject = lambda limit: rejections.inc(1, tags={"limit": limit})
         self.drain = DrainWatch(ctx.app_name, self.replica_id, self.limiter.in_flight)
         # A tenant's cap counts its runs on every replica (the control actor the drain watch reports to).
         self.cluster_cap = ClusterTenantCap(ctx.app_name, self.replica_id, cfg.ingress.max_runs_per_tenant)
@@ -310,13 +319,15 @@ class Ingress:
                 stopping=lambda: self.drain.draining,
             )
         app.router.routes.extend(self._mcp_routes)
+        if self.metrics is not None:
+            add_metrics_route(app)
         return app
 
     async def __del__(self) -> None:
         self._drain_task.cancel()
         self._mcp_stop.set()
         await self.drain.leave()
-        if self.run_sink is not self.sink:
-            self.run_sink.shutdown()  # export the traces still batched
+        if self.traced is not self.sink:
+            self.traced.shutdown()  # export the traces still batched
         await self.sink.close()  # what it could not ship is in its spill file now
         self._spill_lock.close()  # the next replica on this node may adopt that file

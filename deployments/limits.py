@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -27,6 +28,8 @@ class RunLimiter:
         self.start_timeout_s = start_timeout_s
         self._slots: dict[int, _Slot] = {}
         self._ids = itertools.count(1)
+        # Told which limit refused a run ("service", "tenant", "cluster_tenant"): the metrics count it.
+        self.on_reject: Callable[[str], None] = lambda limit: None
 
     def _reclaim(self, now: float) -> None:
         stale = [k for k, s in self._slots.items() if not s.started and now - s.reserved_at > self.start_timeout_s]
@@ -44,9 +47,11 @@ class RunLimiter:
         self._reclaim(now)
         who = tenant or "-"
         if len(self._slots) >= self.max_runs:
+            self.on_reject("service")
             return None, f"the service is running {len(self._slots)} diagnoses, its limit; try again shortly"
         # Without authentication every caller is the same anonymous tenant: only the global cap applies.
         if tenant is not None and self.in_flight(who) >= self.max_per_tenant:
+            self.on_reject("tenant")
             return None, f"{self.max_per_tenant} diagnoses of this tenant are running, its limit; try again shortly"
         slot = next(self._ids)
         self._slots[slot] = _Slot(who, now)
