@@ -42,6 +42,12 @@ def _ns(seconds: float) -> int:
     return int(seconds * 1e9)
 
 
+def _timed(r: AuditRecord, duration_ms: Any) -> tuple[int, int]:
+    """(start, end) in ns of what a record reports when it ended and how long it took."""
+    end = _ns(r.ts)
+    return end - int(duration_ms or 0) * 1_000_000, end
+
+
 class GenAiTraceSink:
     def __init__(
         self,
@@ -128,8 +134,7 @@ class GenAiTraceSink:
 
     def _chat_span(self, r: AuditRecord, parent: Any) -> None:
         u = r.data.get("details") or {}
-        end = _ns(r.ts)
-        start = end - int(u.get("duration_ms") or 0) * 1_000_000
+        start, end = _timed(r, u.get("duration_ms"))
         span = self.tracer.start_span(
             f"chat {self.model}",
             context=parent,
@@ -150,8 +155,7 @@ class GenAiTraceSink:
 
     def _tool_span(self, r: AuditRecord, parent: Any) -> None:
         t = r.data
-        end = _ns(r.ts)
-        start = end - int(t.get("duration_ms") or 0) * 1_000_000
+        start, end = _timed(r, t.get("duration_ms"))
         name = str(t.get("tool_name", "tool"))
         span = self.tracer.start_span(
             f"execute_tool {name}",

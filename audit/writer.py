@@ -140,8 +140,8 @@ class ReorderBuffer:
         return out
 
 
-class SpillFile:
-    """Append-only JSON-lines overflow for records beyond the in-memory bound."""
+class _JsonLines:
+    """An append-only JSON-lines file whose lines are counted (from disk at start)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -150,16 +150,23 @@ class SpillFile:
             with self.path.open(encoding="utf-8") as fh:
                 self.count = sum(1 for line in fh if line.strip())
 
-    def append(self, records: Sequence[AuditRecord]) -> None:
-        if not records:
+    def _append_lines(self, lines: Sequence[str]) -> None:
+        if not lines:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as fh:
-            for rec in records:
-                fh.write(rec.model_dump_json() + "\n")
+            for line in lines:
+                fh.write(line + "\n")
             fh.flush()
-            os.fsync(fh.fileno())  # a spill confirms a hand-off: it must survive this process
-        self.count += len(records)
+            os.fsync(fh.fileno())  # what is here confirms a hand-off: it must survive this process
+        self.count += len(lines)
+
+
+class SpillFile(_JsonLines):
+    """Append-only JSON-lines overflow for records beyond the in-memory bound."""
+
+    def append(self, records: Sequence[AuditRecord]) -> None:
+        self._append_lines([rec.model_dump_json() for rec in records])
 
     def take_all(self) -> list[AuditRecord]:
         if not self.count:
@@ -176,25 +183,13 @@ class SpillFile:
         return records
 
 
-class DeadLetterFile:
+class DeadLetterFile(_JsonLines):
     """Records the database rejected on their own while it answered: kept with the error, for an
     operator, instead of being retried forever in front of every later write."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.count = 0
-        if self.path.exists():
-            with self.path.open(encoding="utf-8") as fh:
-                self.count = sum(1 for line in fh if line.strip())
-
     def append(self, record: AuditRecord, error: str) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps({"error": error, "record": record.model_dump(mode="json")}, ensure_ascii=False)
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        self.count += 1
+        self._append_lines([line])
 
 
 def dead_letter_path(settings: AuditSettings) -> Path:

@@ -51,14 +51,7 @@ class DenseOnlyStore(KnowledgeStore):
         c = self.client
         if c.has_collection(self.collection):
             c.drop_collection(self.collection)
-        s = c.create_schema(auto_id=False, enable_dynamic_field=False)
-        s.add_field("key", DataType.VARCHAR, is_primary=True, max_length=300)
-        s.add_field("doc_id", DataType.VARCHAR, max_length=256)
-        s.add_field("chunk_index", DataType.INT64)
-        s.add_field("domain", DataType.VARCHAR, max_length=64)
-        s.add_field("title", DataType.VARCHAR, max_length=512)
-        s.add_field("heading", DataType.VARCHAR, max_length=1024)
-        s.add_field("source", DataType.VARCHAR, max_length=1024)
+        s = self.chunk_schema()
         s.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT)
         s.add_field("text_en", DataType.VARCHAR, max_length=MAX_TEXT)
         s.add_field("dense", DataType.FLOAT_VECTOR, dim=self.dim)

@@ -160,14 +160,7 @@ class KnowledgeStore:
                 )
             c.drop_collection(self.collection)  # derived data: re-created from the files being ingested
             self.rebuilt = True
-        s = c.create_schema(auto_id=False, enable_dynamic_field=False)
-        s.add_field("key", DataType.VARCHAR, is_primary=True, max_length=300)
-        s.add_field("doc_id", DataType.VARCHAR, max_length=256)
-        s.add_field("chunk_index", DataType.INT64)
-        s.add_field("domain", DataType.VARCHAR, max_length=64)
-        s.add_field("title", DataType.VARCHAR, max_length=512)
-        s.add_field("heading", DataType.VARCHAR, max_length=1024)
-        s.add_field("source", DataType.VARCHAR, max_length=1024)
+        s = self.chunk_schema()
         # Two analysed copies of the text, one BM25 index each: jieba segments Chinese (the standard
         # tokenizer gives it no hits) but ignores filters, so English gets its own field with
         # lower-casing, stop words and stemming (SciFact BM25 nDCG@10 0.639 → 0.646 at 700-char chunks).
@@ -189,6 +182,20 @@ class KnowledgeStore:
         if self.lexical:
             idx.add_index("lexical", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
         c.create_collection(self.collection, schema=s, index_params=idx)
+
+    def chunk_schema(self) -> Any:
+        """A new schema with a chunk's identity and metadata fields (the text and vectors come after)."""
+        from pymilvus import DataType
+
+        s = self.client.create_schema(auto_id=False, enable_dynamic_field=False)
+        s.add_field("key", DataType.VARCHAR, is_primary=True, max_length=300)
+        s.add_field("doc_id", DataType.VARCHAR, max_length=256)
+        s.add_field("chunk_index", DataType.INT64)
+        s.add_field("domain", DataType.VARCHAR, max_length=64)
+        s.add_field("title", DataType.VARCHAR, max_length=512)
+        s.add_field("heading", DataType.VARCHAR, max_length=1024)
+        s.add_field("source", DataType.VARCHAR, max_length=1024)
+        return s
 
     SCHEMA_FIELDS = ("key", "doc_id", "chunk_index", "domain", "text", "text_en", "dense", "sparse", "sparse_en")
 

@@ -7,6 +7,7 @@ The serve tier repeats the round trip through Ray Serve with the real audit trai
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
@@ -73,9 +74,16 @@ async def service() -> AsyncIterator[dict[str, Any]]:
         await holder
 
 
-async def _session(url: str, key: str | None = KEY) -> Any:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return httpx2.AsyncClient(headers=headers, timeout=60)
+@contextlib.asynccontextmanager
+async def connected(url: str, key: str = KEY) -> AsyncIterator[ClientSession]:
+    """The SDK's client session over streamable HTTP, with the API key, initialised."""
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
 
 
 async def test_the_sdk_client_lists_the_tools_and_diagnoses_with_progress(service: dict[str, Any]) -> None:
@@ -84,15 +92,7 @@ async def test_the_sdk_client_lists_the_tools_and_diagnoses_with_progress(servic
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
         progress.append((done, message))
 
-    async with (
-        await _session(service["url"]) as http,
-        streamable_http_client(service["url"], http_client=http) as (
-            read,
-            write,
-        ),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
+    async with connected(service["url"]) as session:
         names = {t.name for t in (await session.list_tools()).tools}
         assert names == {"diagnose", "get_trace", "search_runbooks"}
         result = await session.call_tool(
@@ -121,15 +121,7 @@ async def test_without_a_key_the_endpoint_refuses(service: dict[str, Any]) -> No
 
 
 async def test_diagnose_is_admitted_like_a_chat(service: dict[str, Any]) -> None:
-    async with (
-        await _session(service["url"]) as http,
-        streamable_http_client(service["url"], http_client=http) as (
-            read,
-            write,
-        ),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
+    async with connected(service["url"]) as session:
         question = {"question": "orders-db replication lag above 30 s"}
         first = asyncio.create_task(session.call_tool("diagnose", question))
         await asyncio.sleep(0.5)  # the paced run holds team-a's one slot
