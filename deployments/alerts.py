@@ -38,6 +38,7 @@ from harness.scope import RunOptions
 log = logging.getLogger(__name__)
 
 MAX_ALERTS_IN_QUESTION = 5
+MAX_ANNOTATION_CHARS = 600
 
 
 class Alert(BaseModel):
@@ -89,8 +90,9 @@ def question_for(hook: AlertmanagerWebhook) -> str:
     for a in alerts:
         name = a.labels.get("alertname", "alert")
         where = _where(a.labels)
-        summary = a.annotations.get("summary", "")
-        description = a.annotations.get("description", "")
+        # Bounded: five alerts' annotations stay far inside a question's length limit.
+        summary = a.annotations.get("summary", "")[:MAX_ANNOTATION_CHARS]
+        description = a.annotations.get("description", "")[:MAX_ANNOTATION_CHARS]
         if zh:
             line = f"告警 {name}" + (f"（{where}）" if where else "") + f" 自 {_utc(a.startsAt)} 起触发。"
             line += (f"摘要：{summary}。" if summary else "") + (f"描述：{description}。" if description else "")

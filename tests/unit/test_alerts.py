@@ -18,6 +18,7 @@ from deployments.alerts import AlertmanagerWebhook, question_for, run_options_fo
 from deployments.config import AlertSettings
 from deployments.http_api import create_api
 from deployments.limits import RunLimiter
+from harness.contracts import ChatRequest
 from harness.pipeline import DiagnosisPipeline
 from harness.rules_model import RulesModel
 from harness.settings import HarnessSettings
@@ -67,6 +68,16 @@ def test_the_question_names_the_alert_in_its_language() -> None:
     assert "2026-11-30 10:10:00 UTC" in en and "12% of requests failed" in en and en.endswith("root cause?")
     zh = question_for(AlertmanagerWebhook.model_validate(webhook(zh=True)))
     assert "告警 HighErrorRate" in zh and "支付服务 5xx 错误率超过 5%" in zh and zh.endswith("根因是什么？")
+
+
+def test_a_group_of_long_alerts_still_makes_a_valid_question() -> None:
+    body = webhook()
+    body["alerts"] = [
+        {**body["alerts"][0], "annotations": {"summary": "x" * 5000, "description": "y" * 5000}} for _ in range(20)
+    ]
+    question = question_for(AlertmanagerWebhook.model_validate(body))
+    assert ChatRequest(Id="alert-x", Question=question).Question  # within the request's limits
+    assert "15 more alerts of the same group are firing." in question
 
 
 def test_the_clock_stops_at_start_plus_the_investigation_delay() -> None:
