@@ -15,11 +15,15 @@ counts it), so they agree with the audit trail: no high-cardinality labels (no r
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable
 from typing import Any
+
+import httpx
+from fastapi.responses import PlainTextResponse
 
 from audit.records import AuditRecord
 
@@ -185,10 +189,6 @@ def node_metrics_url() -> str | None:
 
 def add_metrics_route(app: Any) -> None:
     """``GET /metrics``: this node's raydiag series (open, like /healthz)."""
-    import asyncio
-
-    import httpx
-    from fastapi.responses import PlainTextResponse
 
     @app.get("/metrics", summary="Prometheus metrics: this node's raydiag series (text format 0.0.4)")
     async def metrics() -> PlainTextResponse:

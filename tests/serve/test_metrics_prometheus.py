@@ -80,7 +80,13 @@ scrape_configs:
                 assert events[-1][0] == "done"
             deadline = time.monotonic() + 90
             while (await query() or 0.0) < before + 3:
-                assert time.monotonic() < deadline, f"Prometheus never saw the 3 runs (before {before})"
+                if time.monotonic() > deadline:
+                    targets = (await c.get(f"{url}/api/v1/targets")).json()["data"]["activeTargets"]
+                    served = (await c.get("/metrics")).text
+                    raise AssertionError(
+                        f"Prometheus never saw the 3 runs (before {before}); scrape: "
+                        f"{[(t['health'], t['lastError']) for t in targets]}; /metrics: {served[:1500]}"
+                    )
                 await asyncio.sleep(1)
             after = await settled()
         # The endpoint itself says the same as Prometheus.
