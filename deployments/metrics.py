@@ -16,6 +16,7 @@ counts it), so they agree with the audit trail: no high-cardinality labels (no r
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 from collections import OrderedDict, defaultdict
@@ -150,8 +151,14 @@ def node_view(text: str) -> str:
     """The raydiag series of a node's Prometheus text, named ``raydiag_*`` and summed over workers."""
     from prometheus_client.parser import text_string_to_metric_families
 
+    # Only raydiag's lines are parsed: a busy node exports thousands of Ray, Serve and vLLM series.
+    ours = "\n".join(
+        line
+        for line in text.splitlines()
+        if line.startswith((RAY_PREFIX, f"# HELP {RAY_PREFIX}", f"# TYPE {RAY_PREFIX}"))
+    )
     lines: list[str] = []
-    for family in text_string_to_metric_families(text):
+    for family in text_string_to_metric_families(ours + "\n"):
         if not family.name.startswith(RAY_PREFIX):
             continue
         name = family.name[len("ray_") :]
@@ -174,8 +181,10 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
+@functools.cache
 def node_metrics_url() -> str | None:
-    """This node's Ray metrics export endpoint, on loopback (None outside a Ray worker)."""
+    """This node's Ray metrics export endpoint, on loopback (None outside a Ray worker). Asked of the
+    GCS once per process: a replica does not change nodes."""
     import ray
 
     if not ray.is_initialized():

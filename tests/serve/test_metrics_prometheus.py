@@ -34,7 +34,8 @@ async def test_prometheus_sees_the_runs_counter_move(scripted_app: dict[str, str
     prefix = base.split(host, 1)[1]
     (work / "prometheus.yml").write_text(
         f"""global:
-  scrape_interval: 1s
+  scrape_interval: 2s
+  scrape_timeout: 2s
 scrape_configs:
   - job_name: raydiag
     metrics_path: {prefix}/metrics
