@@ -45,6 +45,10 @@ class BufferedAuditSink:
         self._buf: list[AuditRecord] = []
         self._spill = SpillFile(spill_path)
         self._confirmed: dict[str, int] = {}  # run id -> highest sequence number the writer confirmed
+        # One hand-off at a time, and the batch in it counted as pending: a flush must wait for the batch
+        # the background loop is shipping, or a trace read right after it misses that batch's records.
+        self._ship_lock = asyncio.Lock()
+        self._in_flight = 0
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self.shipped = 0
@@ -67,20 +71,27 @@ class BufferedAuditSink:
 
     @property
     def pending(self) -> int:
-        return len(self._buf) + self._spill.count
+        return len(self._buf) + self._spill.count + self._in_flight
 
     async def _ship_once(self) -> bool:
+        async with self._ship_lock:
+            return await self._ship_locked()
+
+    async def _ship_locked(self) -> bool:
         if self._spill.count and len(self._buf) < self.bound // 2:
             self._buf.extend(self._spill.take_all())
         if not self._buf:
             return False
         batch, self._buf = self._buf[: self.batch_size], self._buf[self.batch_size :]
         floors = {r.run_id: self._confirmed[r.run_id] for r in batch if r.run_id in self._confirmed}
+        self._in_flight = len(batch)
         try:
             await self._ship([r.model_dump() for r in batch], floors)
-        except Exception:
+        except BaseException:
             self._buf[:0] = batch  # back at the front, order kept
             raise
+        finally:
+            self._in_flight = 0
         self.shipped += len(batch)
         self._note_confirmed(batch)
         return bool(self._buf)

@@ -90,3 +90,29 @@ async def test_a_writer_replica_dying_with_batches_in_memory_loses_none_of_them(
         assert summary["complete"] is True, summary
         assert summary["stored"]["timeline_events"] == 15
     await second.__del__()
+
+
+async def test_a_flush_waits_for_the_batch_the_shipper_has_in_flight(tmp_path: Path) -> None:
+    """A trace read flushes first; the batch the background loop is handing off right then must count
+    (it did not: flush saw an empty buffer and returned while that batch was unconfirmed)."""
+    import asyncio
+
+    from deployments.audit_client import BufferedAuditSink
+
+    release = asyncio.Event()
+    shipped: list[int] = []
+
+    async def slow_ship(batch: list[dict[str, Any]], floors: dict[str, int]) -> None:
+        await release.wait()  # the writer has not confirmed yet
+        shipped.append(len(batch))
+
+    sink = BufferedAuditSink(slow_ship, batch_size=100, interval_s=0.01, spill_path=str(tmp_path / "i.jsonl"))
+    for rec in seed_run().records:
+        sink.emit(rec)
+    await asyncio.sleep(0.1)  # the loop has taken the batch and waits for the confirmation
+    flush = asyncio.create_task(sink.flush(5))
+    await asyncio.sleep(0.2)
+    assert not flush.done() and sink.pending == 21
+    release.set()
+    assert await flush is True and shipped == [21] and sink.pending == 0
+    await sink.close()
