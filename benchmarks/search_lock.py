@@ -59,20 +59,7 @@ class DenseOnlyStore(KnowledgeStore):
         idx.add_index("dense", index_type="HNSW", metric_type="IP", params={"M": 16, "efConstruction": 200})
         c.create_collection(self.collection, schema=s, index_params=idx)
 
-    def _ranked(
-        self, data: list[Any], field: str, params: dict[str, Any], limit: int, expr: str | None
-    ) -> list[tuple[str, str, float]]:
-        # A 2.3 server returns the primary key as "id" (newer ones under its field name, "key").
-        raw = self.client.search(
-            self.collection,
-            data=data,
-            anns_field=field,
-            limit=limit,
-            search_params=params,
-            filter=expr or "",
-            output_fields=["doc_id"],
-        )
-        return [(str(h["id"]), str(h["entity"]["doc_id"]), float(h["distance"])) for h in raw[0]]
+    HIT_KEY = "id"  # a 2.3 server returns the primary key as "id" (newer ones under its field name)
 
 
 async def measure(dep: Any, queries: list[tuple[str, Any]], concurrency: int) -> dict[str, float]:

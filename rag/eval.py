@@ -139,23 +139,66 @@ async def run_queries(
     store: KnowledgeStore,
     embedder: Embedder,
     id_map: dict[str, str],
-    fusion: FusionSettings,
+    fusions: dict[str, FusionSettings],
     progress: bool = True,
 ) -> dict[str, dict[str, list[str]]]:
-    """Every query through every mode; returns mode -> query id -> ranked dataset doc ids."""
+    """Every query through dense, BM25 and one hybrid per named fusion (the index is built once, so the
+    variants compare side by side); returns list name -> query id -> ranked dataset doc ids."""
     qids = list(data.queries)
-    out: dict[str, dict[str, list[str]]] = {m: {} for m in MODES}
+    out: dict[str, dict[str, list[str]]] = {m: {} for m in ("dense", "bm25", *fusions)}
     enc = Encoded.concat(
         [await embedder.encode([data.queries[q] for q in qids[i : i + 64]]) for i in range(0, len(qids), 64)]
     )
+    runs: list[tuple[str, SearchMode, FusionSettings | None]] = [("dense", "dense", None), ("bm25", "bm25", None)]
+    runs += [(name, "hybrid", f) for name, f in fusions.items()]
     for n, qid in enumerate(qids, 1):
         qlex = enc.lexical[n - 1] if enc.lexical is not None else None
-        for mode in MODES:
+        for name, mode, fusion in runs:
             ranked = store.rank(data.queries[qid], enc.dense[n - 1], mode, CANDIDATES, fusion=fusion, qlex=qlex)
-            out[mode][qid] = [id_map[d] for d in doc_ranking([r.doc_id for r in ranked])]
+            out[name][qid] = [id_map[d] for d in doc_ranking([r.doc_id for r in ranked])]
         if progress and (n % 50 == 0 or n == len(qids)):
             _progress("query", n, len(qids))
     return out
+
+
+async def evaluate_dataset(
+    data: BeirDataset,
+    embedder: Embedder,
+    milvus_uri: str,
+    fusion: FusionSettings | None = None,
+    variants: dict[str, FusionSettings] | None = None,
+    progress: bool = True,
+    max_chars: int = 700,
+    subsets: dict[str, set[str]] | None = None,
+) -> dict[str, Any]:
+    """Index once, then score dense, BM25, ``hybrid`` (``fusion``) and each named variant; with
+    ``subsets`` (name -> query ids) every subset is scored on its own as well."""
+    fusions = {"hybrid": fusion or FusionSettings(), **(variants or {})}
+    store = KnowledgeStore(milvus_uri, f"raydiag_eval_{int(time.time() * 1000)}", embedder.dim, embedder.sparse)
+    try:
+        t0 = time.perf_counter()
+        n_chunks, id_map = await index_corpus(data, store, embedder, progress, max_chars=max_chars)
+        t1 = time.perf_counter()
+        rankings = await run_queries(data, store, embedder, id_map, fusions, progress)
+        t2 = time.perf_counter()
+    finally:
+        store.drop()
+        store.close()
+
+    def scored(qrels: dict[str, dict[str, int]]) -> dict[str, Any]:
+        res: dict[str, Any] = {"queries": len(qrels)}
+        for name in ("dense", "bm25", "hybrid"):
+            res[name] = score(rankings[name], qrels)
+        if variants:
+            res["variants"] = {name: score(rankings[name], qrels) for name in variants}
+        return res
+
+    result: dict[str, Any] = {"corpus": len(data.corpus), **scored(data.qrels), "chunks": n_chunks}
+    for name, ids in (subsets or {}).items():
+        result[name] = scored({q: r for q, r in data.qrels.items() if q in ids})
+    result["index_s"] = round(t1 - t0, 1)
+    result["query_ms"] = round((t2 - t1) * 1000 / max(len(data.queries) * (2 + len(fusions)), 1), 2)
+    return result
 
 
 async def evaluate(
@@ -166,25 +209,13 @@ async def evaluate(
     fusion: FusionSettings | None = None,
     progress: bool = True,
     max_chars: int = 700,
+    variants: dict[str, FusionSettings] | None = None,
 ) -> dict[str, Any]:
-    data = load_beir(directory, split)
-    fusion = fusion or FusionSettings()
-    store = KnowledgeStore(milvus_uri, f"raydiag_eval_{int(time.time() * 1000)}", embedder.dim, embedder.sparse)
-    try:
-        t0 = time.perf_counter()
-        n_chunks, id_map = await index_corpus(data, store, embedder, progress, max_chars=max_chars)
-        t1 = time.perf_counter()
-        rankings = await run_queries(data, store, embedder, id_map, fusion, progress)
-        t2 = time.perf_counter()
-    finally:
-        store.drop()
-        store.close()
-    result: dict[str, Any] = {"corpus": len(data.corpus), "queries": len(data.queries), "chunks": n_chunks}
-    for mode in MODES:
-        result[mode] = score(rankings[mode], data.qrels)
+    """``evaluate_dataset`` on a BEIR-layout directory's ``split``."""
+    result = await evaluate_dataset(
+        load_beir(directory, split), embedder, milvus_uri, fusion, variants, progress, max_chars
+    )
     result["split"] = split
-    result["index_s"] = round(t1 - t0, 1)
-    result["query_ms"] = round((t2 - t1) * 1000 / max(len(data.queries) * len(MODES), 1), 2)
     return result
 
 

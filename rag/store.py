@@ -13,13 +13,14 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from rag.chunking import Chunk
 from rag.embedding import Encoded
+from rag.script import cjk_share, matchable
 
 SearchMode = Literal["hybrid", "dense", "bm25"]
 _DOMAIN = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
@@ -43,6 +44,19 @@ class Hit:
     domain: str
     score: float  # fused score (hybrid), IP (dense) or BM25
     similarity: float  # dense cosine similarity to the query: the quality gate
+
+
+class Candidate(NamedTuple):
+    """One hit of one list, before fusion."""
+
+    key: str
+    doc_id: str
+    score: float
+    cjk_share: float | None = None  # the chunk's share of CJK tokens (keyword lists; rag/script.py)
+
+
+KEYWORD_LISTS = ("bm25", "lexical")
+PROFILE_DEPTH = 10  # dense hits whose writing system script-aware fusion reads (rag/script.py)
 
 
 @dataclass
@@ -82,6 +96,13 @@ class FusionSettings(BaseModel):
     depth: int = Field(
         default=100, gt=0, le=1000, description="Candidates fetched per list before fusing (normalisation sees these)."
     )
+    script_aware: bool = Field(
+        default=True,
+        description="Weigh the keyword lists (BM25, lexical) by writing system: by how much of the query "
+        "they can match in the documents the dense list finds nearest, and each keyword hit by how common "
+        "its script is among those documents. A Chinese question whose nearest runbooks are English is "
+        "decided by the dense list; monolingual queries are unchanged (store.script_weights).",
+    )
 
 
 def confidence(scores: np.ndarray) -> float:
@@ -92,25 +113,59 @@ def confidence(scores: np.ndarray) -> float:
     return max(float(scores.max() - scores.mean()) / sd, 0.0) if sd > 0 else 1.0
 
 
-def fuse(lists: dict[str, list[tuple[str, str, float]]], fusion: FusionSettings, limit: int) -> list[Ranked]:
-    """Fuse (key, doc_id, score) lists, best first. One list alone keeps its own order and scores."""
+def script_weights(dense: list[Candidate], query_cjk: float) -> tuple[float, float]:
+    """What the dense list's nearest documents say about the keyword lists, by writing system:
+    ``cjk_first``, the share of its top ``PROFILE_DEPTH`` hits written mainly in CJK, and ``reach``, how
+    much of the query a keyword list can match in those documents (``rag.script.matchable``).
+
+    The embedder reads across languages and prefers its own; when it still puts documents of the other
+    script first, keyword matches in the query's script are about something else (a small same-script
+    sub-corpus also inflates their IDF), and a keyword list can only match the query's few words of
+    the other script. Monolingual traffic (both lists in one script) gets 1 and 1's: no change."""
+    top = [c.cjk_share for c in dense[:PROFILE_DEPTH] if c.cjk_share is not None]
+    if not top:
+        return 0.5, 1.0
+    cjk_first = sum(share >= 0.5 for share in top) / len(top)
+    reach = sum(matchable(query_cjk, share) for share in top) / len(top)
+    return cjk_first, reach
+
+
+def fuse(
+    lists: dict[str, list[Candidate]], fusion: FusionSettings, limit: int, query_cjk: float | None = None
+) -> list[Ranked]:
+    """Fuse the lists' candidates, best first. One list alone keeps its own order and scores.
+
+    With ``fusion.script_aware`` and the query's CJK share, a keyword list's weight is scaled by its
+    ``reach`` and each keyword hit by how common its script is among the dense list's nearest
+    documents, relative to the commonest (``script_weights``)."""
     weights = {"dense": fusion.dense_weight, "bm25": fusion.bm25_weight, "lexical": fusion.lexical_weight}
-    dense = {k: s for k, _, s in lists.get("dense", [])}
+    dense = {c.key: c.score for c in lists.get("dense", [])}
     if len(lists) == 1:
         ((mode, items),) = lists.items()
-        return [Ranked(k, d, s, {mode: i}, dense.get(k)) for i, (k, d, s) in enumerate(items[:limit], 1)]
+        return [Ranked(c.key, c.doc_id, c.score, {mode: i}, dense.get(c.key)) for i, c in enumerate(items[:limit], 1)]
+    by_script = fusion.script_aware and query_cjk is not None and "dense" in lists
+    cjk_first, reach = script_weights(lists["dense"], query_cjk) if by_script and query_cjk is not None else (0.5, 1.0)
     acc: dict[str, Ranked] = {}
     for mode, items in lists.items():
-        scores = np.asarray([s for _, _, s in items], dtype=np.float64)
+        scores = np.asarray([c.score for c in items], dtype=np.float64)
         hi = float(scores.max()) if len(items) else 0.0
         lo = float(scores.min()) if len(items) else 0.0
         weight = weights[mode] * (confidence(scores) if fusion.method == "score" else 1.0)
-        for i, (key, doc_id, s) in enumerate(items, 1):
-            r = acc.setdefault(key, Ranked(key, doc_id, 0.0, {}, dense.get(key)))
+        keyword = by_script and mode in KEYWORD_LISTS
+        if keyword:
+            weight *= reach
+        for i, c in enumerate(items, 1):
+            r = acc.setdefault(c.key, Ranked(c.key, c.doc_id, 0.0, {}, dense.get(c.key)))
+            w = weight
+            if keyword and c.cjk_share is not None:
+                # Relative to the nearest documents' main script: in a bilingual knowledge base whose
+                # nearest runbooks are half Chinese, half English, neither script loses weight.
+                share = cjk_first if c.cjk_share >= 0.5 else 1.0 - cjk_first
+                w *= share / max(cjk_first, 1.0 - cjk_first)
             if fusion.method == "rrf":
-                r.score += weight / (fusion.k + i)
+                r.score += w / (fusion.k + i)
             else:
-                r.score += weight * ((s - lo) / (hi - lo) if hi > lo else 1.0)
+                r.score += w * ((c.score - lo) / (hi - lo) if hi > lo else 1.0)
             r.ranks[mode] = i
     return sorted(acc.values(), key=lambda r: (-r.score, r.key))[:limit]
 
@@ -195,9 +250,21 @@ class KnowledgeStore:
         s.add_field("title", DataType.VARCHAR, max_length=512)
         s.add_field("heading", DataType.VARCHAR, max_length=1024)
         s.add_field("source", DataType.VARCHAR, max_length=1024)
+        s.add_field("cjk_share", DataType.FLOAT)  # writing system of the text, for script-aware fusion
         return s
 
-    SCHEMA_FIELDS = ("key", "doc_id", "chunk_index", "domain", "text", "text_en", "dense", "sparse", "sparse_en")
+    SCHEMA_FIELDS = (
+        "key",
+        "doc_id",
+        "chunk_index",
+        "domain",
+        "cjk_share",
+        "text",
+        "text_en",
+        "dense",
+        "sparse",
+        "sparse_en",
+    )
 
     # -- ingest -------------------------------------------------------------------------------
 
@@ -227,6 +294,7 @@ class KnowledgeStore:
                 "title": ch.title[:512],
                 "heading": ch.heading[:1024],
                 "source": ch.source[:1024],
+                "cjk_share": cjk_share(ch.embed_text),
                 "text": ch.embed_text[:MAX_TEXT],
                 "text_en": ch.embed_text[:MAX_TEXT],
                 "dense": vec.tolist(),
@@ -276,11 +344,14 @@ class KnowledgeStore:
 
     # -- search -------------------------------------------------------------------------------
 
+    # The field a search hit names its primary key by ("key"; a 2.3 server says "id" whatever its name).
+    HIT_KEY = "key"
+
     def _ranked(
-        self, data: list[Any], field: str, params: dict[str, Any], limit: int, expr: str | None
-    ) -> list[tuple[str, str, float]]:
+        self, data: list[Any], field: str, params: dict[str, Any], limit: int, expr: str | None, script: bool = False
+    ) -> list[Candidate]:
         """One ANN or BM25 request; only key and doc_id come back (decoding vectors for every
-        candidate dominated lookup latency)."""
+        candidate dominated lookup latency), and each chunk's CJK share for a keyword list."""
         raw = self.client.search(
             self.collection,
             data=data,
@@ -288,13 +359,18 @@ class KnowledgeStore:
             limit=limit,
             search_params=params,
             filter=expr or "",
-            output_fields=["doc_id"],
+            output_fields=["doc_id", "cjk_share"] if script else ["doc_id"],
         )
-        # The hit carries the primary key under its field name ("key"). Milvus Lite reports BM25 as a
-        # negative distance (best = most negative); BM25 is never negative, so abs() is the score.
+        # Milvus Lite reports BM25 as a negative distance (best = most negative); BM25 is never
+        # negative, so abs() is the score.
         bm25 = params.get("metric_type") == "BM25"
         return [
-            (str(h["key"]), str(h["entity"]["doc_id"]), abs(float(h["distance"])) if bm25 else float(h["distance"]))
+            Candidate(
+                str(h[self.HIT_KEY]),
+                str(h["entity"]["doc_id"]),
+                abs(float(h["distance"])) if bm25 else float(h["distance"]),
+                float(h["entity"]["cjk_share"]) if script else None,
+            )
             for h in raw[0]
         ]
 
@@ -314,17 +390,18 @@ class KnowledgeStore:
         # Hybrid lists go deeper than the result: fusion normalises over them, so the depth is fixed
         # (the same for a lookup's 20 and an evaluation's 100).
         depth = max(limit, fusion.depth) if mode == "hybrid" else limit
-        lists: dict[str, list[tuple[str, str, float]]] = {}
+        lists: dict[str, list[Candidate]] = {}
+        script = mode == "hybrid" and fusion.script_aware  # a keyword list alone keeps its own order
         if mode in ("dense", "hybrid"):
             lists["dense"] = self._ranked(
-                [qvec.tolist()], "dense", {"metric_type": "IP", "params": {"ef": max(64, depth)}}, depth, expr
+                [qvec.tolist()], "dense", {"metric_type": "IP", "params": {"ef": max(64, depth)}}, depth, expr, script
             )
         if mode in ("bm25", "hybrid") and query.strip():
             field = "sparse" if _CJK.search(query) else "sparse_en"  # the analyser that fits the query's script
-            lists["bm25"] = self._ranked([query], field, {"metric_type": "BM25"}, depth, expr)
+            lists["bm25"] = self._ranked([query], field, {"metric_type": "BM25"}, depth, expr, script)
         if mode == "hybrid" and self.lexical and qlex:
-            lists["lexical"] = self._ranked([qlex], "lexical", {"metric_type": "IP"}, depth, expr)
-        return fuse(lists, fusion, limit)
+            lists["lexical"] = self._ranked([qlex], "lexical", {"metric_type": "IP"}, depth, expr, script)
+        return fuse(lists, fusion, limit, cjk_share(query) if script else None)
 
     _FIELDS = ["key", "doc_id", "title", "heading", "text", "domain", "dense"]
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from rag.eval import doc_ranking, load_beir, ndcg_at, recall_at, score
-from rag.store import FusionSettings, confidence, fuse
+from rag.store import Candidate, FusionSettings, confidence, fuse
 from tests.conftest import REPO
 
 DOCS = {
@@ -33,6 +33,10 @@ QUERIES = {
     "q9": "unjudged query",
 }
 QRELS = [("q1", "D1", 1), ("q2", "D2", 1), ("q2", "D4", 1), ("q3", "D4", 2), ("q4", "D3", 1), ("q4", "D5", 0)]
+
+
+def lst(*items: tuple[str, str, float]) -> list[Candidate]:
+    return [Candidate(*i) for i in items]
 
 
 def write_beir(root: Path) -> Path:
@@ -59,8 +63,8 @@ def test_metrics_by_hand() -> None:
 
 
 def test_weighted_rrf_favours_the_heavier_list() -> None:
-    dense = [("k1", "d1", 0.9), ("k2", "d2", 0.8)]
-    bm25 = [("k2", "d2", 12.0), ("k3", "d3", 9.0)]
+    dense = lst(("k1", "d1", 0.9), ("k2", "d2", 0.8))
+    bm25 = lst(("k2", "d2", 12.0), ("k3", "d3", 9.0))
     equal = fuse({"dense": dense, "bm25": bm25}, FusionSettings(method="rrf", dense_weight=1, bm25_weight=1), 10)
     assert equal[0].key == "k2" and equal[0].ranks == {"dense": 2, "bm25": 1}
     heavy_dense = fuse({"dense": dense, "bm25": bm25}, FusionSettings(method="rrf", dense_weight=1, bm25_weight=0), 10)
@@ -72,8 +76,8 @@ def test_weighted_rrf_favours_the_heavier_list() -> None:
 def test_score_fusion_weighs_each_list_by_its_confidence() -> None:
     # Dense barely separates its hits; BM25 has one standout (k3). By rank, equal-weight RRF sees
     # three near-ties (k1 and k3 tie exactly, the key breaks it); score fusion trusts the standout.
-    dense = [("k1", "d1", 0.50), ("k2", "d2", 0.49), ("k3", "d3", 0.45)]
-    bm25 = [("k3", "d3", 20.0), ("k2", "d2", 2.0), ("k1", "d1", 1.0)]
+    dense = lst(("k1", "d1", 0.50), ("k2", "d2", 0.49), ("k3", "d3", 0.45))
+    bm25 = lst(("k3", "d3", 20.0), ("k2", "d2", 2.0), ("k1", "d1", 1.0))
     f = FusionSettings(method="score", dense_weight=0.5, bm25_weight=0.5)
     out = fuse({"dense": dense, "bm25": bm25}, f, 3)
     assert out[0].key == "k3"
@@ -83,7 +87,7 @@ def test_score_fusion_weighs_each_list_by_its_confidence() -> None:
     assert out[0].score == pytest.approx(0.5 * cb * 1.0 + 0.5 * cd * 0.0)
     rrf = fuse({"dense": dense, "bm25": bm25}, FusionSettings(method="rrf", dense_weight=1, bm25_weight=1), 3)
     assert rrf[0].key == "k1"
-    single_value = fuse({"dense": [("k", "d", 0.3)], "bm25": [("k", "d", 5.0)]}, f, 1)
+    single_value = fuse({"dense": lst(("k", "d", 0.3)), "bm25": lst(("k", "d", 5.0))}, f, 1)
     assert single_value[0].score == pytest.approx(1.0)  # one hit per list: each normalises to 1, confidence 1
 
 
@@ -147,3 +151,30 @@ def test_outdated_collection_is_refused_then_rebuilt_by_ingest(tmp_path: Path) -
     store = KnowledgeStore(uri, "kb", 4, rebuild_outdated=True)
     assert store.rebuilt and "text_en" in store._fields() and store.count() == 0
     store.close()
+
+
+def test_script_aware_fusion_lets_dense_decide_across_languages() -> None:
+    # A Chinese question; the dense list's nearest runbooks are English (the embedder reads across
+    # languages). BM25 only matches generic Chinese words in a Chinese runbook about something else
+    # (rare script, inflated IDF) and, weakly, the question's one Latin word in the English runbook.
+    q_cjk = 0.9
+    dense = [Candidate(f"en{i}", f"en{i}", 0.7 - i * 0.02, 0.0) for i in range(10)]
+    dense.append(Candidate("zh", "zh", 0.30, 0.8))
+    bm25 = [Candidate("zh", "zh", 40.0, 0.8), Candidate("en0", "en0", 6.0, 0.0), Candidate("en5", "en5", 5.0, 0.0)]
+    aware = fuse({"dense": dense, "bm25": bm25}, FusionSettings(), 5, q_cjk)
+    blind = fuse({"dense": dense, "bm25": bm25}, FusionSettings(script_aware=False), 5, q_cjk)
+    assert blind[0].key == "zh"  # the old weighting: BM25's standout decides
+    assert aware[0].key == "en0" and "zh" not in [r.key for r in aware[:3]]
+
+
+def test_script_aware_fusion_leaves_one_language_alone() -> None:
+    # Question and documents in one script: nothing to re-weigh, the fused scores are the old ones.
+    dense = lst(("a", "a", 0.6), ("b", "b", 0.5), ("c", "c", 0.45), ("d", "d", 0.2))
+    bm25 = lst(("c", "c", 12.0), ("a", "a", 3.0), ("e", "e", 1.0))
+    for share, q_cjk in ((0.0, 0.0), (0.85, 0.95)):
+        d = [c._replace(cjk_share=share) for c in dense]
+        b = [c._replace(cjk_share=share) for c in bm25]
+        aware = fuse({"dense": d, "bm25": b}, FusionSettings(), 5, q_cjk)
+        blind = fuse({"dense": d, "bm25": b}, FusionSettings(script_aware=False), 5, q_cjk)
+        assert [(r.key, r.score) for r in aware] == [(r.key, pytest.approx(r.score)) for r in blind]
+        assert aware[0].key == "c"
