@@ -100,7 +100,12 @@ def _lookup(
 
     s = cfg.search
     settings = LookupSettings(
-        mode=s.mode, top_k=s.top_k, max_blocks=s.max_blocks, context_char_budget=s.context_char_budget
+        mode=s.mode,
+        top_k=s.top_k,
+        max_blocks=s.max_blocks,
+        context_char_budget=s.context_char_budget,
+        relative_cutoff=s.relative_cutoff,
+        keyword_standout=s.keyword_standout,
     )
     return KnowledgeLookupService(embed, run_search, settings)
 

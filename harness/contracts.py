@@ -306,7 +306,9 @@ class DiagnosisReportPayload(_Strict):
     outcome: Literal["SUCCESS"] = "SUCCESS"
 
 
-FallbackType = Literal["INSUFFICIENT_EVIDENCE", "LOW_CONFIDENCE", "GUARD_FAILED"]
+# TOOL_ERROR: no evidence tool answered (a search error, Prometheus down): not a finding about the
+# incident, so it is not reported as missing evidence.
+FallbackType = Literal["INSUFFICIENT_EVIDENCE", "LOW_CONFIDENCE", "GUARD_FAILED", "TOOL_ERROR"]
 
 
 class SafeFallbackPayload(_Strict):

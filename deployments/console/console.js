@@ -140,7 +140,8 @@ function renderReport(payload) {
 
 function renderFallback(payload) {
   const label = { INSUFFICIENT_EVIDENCE: "Safe fallback — not enough evidence",
-    LOW_CONFIDENCE: "Safe fallback — low confidence", GUARD_FAILED: "Safe fallback — the draft failed its checks" };
+    LOW_CONFIDENCE: "Safe fallback — low confidence", GUARD_FAILED: "Safe fallback — the draft failed its checks",
+    TOOL_ERROR: "Safe fallback — the evidence tools failed" };
   return el("div", { class: "report fallback" },
     el("div", { class: "banner fallback", text: (label[payload.fallback_type] || "Safe fallback") + " (" + payload.fallback_type + ")" }),
     payload.confirmed.length ? [el("h4", { text: "Confirmed" }), el("ul", {}, payload.confirmed.map((x) => el("li", { text: x })))] : null,

@@ -27,7 +27,7 @@ from harness.contracts import (
     VerifierOutput,
 )
 from harness.instruction_guard import quotes_instructions
-from harness.tools.base import LedgerEntry
+from harness.tools.base import EVIDENCE_TOOLS, LedgerEntry
 
 SOURCE_TYPES = {
     "lookup_knowledge": "RAG",
@@ -62,6 +62,19 @@ TEMPLATES = {
         "A reliable conclusion cannot be drawn from the evidence gathered.",
         "Confirmed:",
         "Evidence gaps:",
+        "Suggested next steps:",
+    ),
+    ("TOOL_ERROR", "zh"): (
+        "证据工具调用失败，本次未能获取任何证据；这不是对故障本身的结论，请在工具恢复后重试。",
+        "已确认信息：",
+        "失败的工具：",
+        "建议下一步：",
+    ),
+    ("TOOL_ERROR", "en"): (
+        "The evidence tools failed, so no evidence was gathered; this says nothing about the incident "
+        "itself: ask again once they answer.",
+        "Confirmed:",
+        "Tools that failed:",
         "Suggested next steps:",
     ),
 }
@@ -194,9 +207,12 @@ def fallback(
     else:
         confirmed = [c.claim_text for c in confirmed_claims]
     confirmed = [c for c in confirmed if not quotes_instructions(c)]
+    failures = tool_failures(ledger)
+    if kind == "INSUFFICIENT_EVIDENCE" and failures:
+        kind, gaps = "TOOL_ERROR", [*failures, *gaps]
     all_gaps = [g for g in dict.fromkeys(gaps) if g and not quotes_instructions(g)]
     steps = [s for s in steps if not quotes_instructions(s)]
-    template = "LOW_CONFIDENCE" if kind == "LOW_CONFIDENCE" else "INSUFFICIENT_EVIDENCE"
+    template = kind if kind in ("LOW_CONFIDENCE", "TOOL_ERROR") else "INSUFFICIENT_EVIDENCE"
     head, c_title, g_title, s_title = TEMPLATES[(template, lang)]
 
     def block(title: str, items: list[str]) -> str:
@@ -208,6 +224,15 @@ def fallback(
         fallback_type=kind, text=text, confirmed=confirmed, gaps=all_gaps, next_steps=steps, references=refs
     )
     return Release("SAFE_FALLBACK", payload, "FALLBACK", text, head)
+
+
+def tool_failures(ledger: dict[str, LedgerEntry]) -> list[str]:
+    """One line per failed evidence tool when evidence tools were called and none answered with
+    evidence or a clean empty result (``no_data`` is an answer: nothing matched)."""
+    calls = [e for e in ledger.values() if e.tool_name in EVIDENCE_TOOLS]
+    if not calls or any(e.result.status != "error" for e in calls):
+        return []
+    return list(dict.fromkeys(f"{e.tool_name}: {e.result.error or 'failed'}" for e in calls))
 
 
 def guard_gaps(lang: str, rejected: int, parse_status: str | None, missing_info: list[str]) -> list[str]:

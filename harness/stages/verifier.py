@@ -26,16 +26,8 @@ from harness.stages.base import RunContext, call_model, extract_json
 from harness.stages.evidence_guard import evidence_text
 from harness.stages.executor import ExecutorOutcome
 from harness.stages.support_check import rule_verdicts
-from harness.tools.base import LedgerEntry
+from harness.tools.base import EVIDENCE_TOOLS, LedgerEntry
 
-EVIDENCE_TOOLS = (
-    "lookup_knowledge",
-    "rank_anomalies",
-    "query_metrics",
-    "query_logs",
-    "service_dependencies",
-    "read_skill",
-)
 VERIFIER_SCHEMA = VerifierOutput.model_json_schema()
 
 
@@ -49,7 +41,9 @@ def tool_trace_summary(ledger: dict[str, LedgerEntry], output_chars: int = 400) 
     for n, (tool, entries) in enumerate(groups.items(), 1):
         ok = [e for e in entries if e.result.status == "success"]
         details = [e.result.retrieval.get("retrieval_details") or {} for e in entries]
-        domains = [d for det in details for d in (det.get("l0_hints") or {}).get("domains", [])]
+        # Seed 000 §4.2: the topic domain comes from what was retrieved first, the L0 hints second.
+        domains = [d for det in details for d in det.get("retrieved_domains") or []]
+        domains += [d for det in details for d in (det.get("l0_hints") or {}).get("domains", [])]
         queries = [str(e.args.get("query") or e.args.get("metric") or e.args.get("name") or "") for e in entries]
         items.append(
             ToolTraceSummaryItem(

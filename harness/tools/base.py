@@ -39,6 +39,17 @@ def tool_schema(tool: Tool) -> dict[str, Any]:
     }
 
 
+# Tools whose outputs are evidence (the rest plan or read the playbook index).
+EVIDENCE_TOOLS = (
+    "lookup_knowledge",
+    "rank_anomalies",
+    "query_metrics",
+    "query_logs",
+    "service_dependencies",
+    "read_skill",
+)
+
+
 @dataclass
 class LedgerEntry:
     tool_call_id: str

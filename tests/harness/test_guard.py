@@ -74,3 +74,17 @@ def test_drop_keeps_good_claims_and_fail_policy_fails() -> None:
     dropped = check(ev, LEDGER, "drop")
     assert dropped.passed and dropped.kept is not None and [c.claim_id for c in dropped.kept.claims] == ["c1"]
     assert not check(ev, LEDGER, "fail").passed
+
+
+def test_trace_summary_takes_the_topic_from_the_retrieved_domains() -> None:
+    # Seed 000 §4.2: topic_domain comes from retrieval_details.retrieved_domains first; the L0 hint
+    # ("payment", from a keyword) names what was asked, the blocks what was found.
+    from harness.stages.verifier import tool_trace_summary
+
+    details = {"retrieved_domains": ["disk", "kubernetes"], "l0_hints": {"domains": ["payment"]}}
+    found = ToolResult("success", {"evidence": []}, retrieval={"retrieval_details": details})
+    hinted = ToolResult("no_data", {"evidence": []}, retrieval={"retrieval_details": {"l0_hints": details["l0_hints"]}})
+    (item,) = tool_trace_summary({"c1": LedgerEntry("c1", "lookup_knowledge", {"query": "ENOSPC"}, found, 1)})
+    assert item.topic_domain == "disk"
+    (only_hint,) = tool_trace_summary({"c2": LedgerEntry("c2", "lookup_knowledge", {"query": "x"}, hinted, 1)})
+    assert only_hint.topic_domain == "payment"

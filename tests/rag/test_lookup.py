@@ -14,7 +14,7 @@ from harness.tools.lookup_knowledge import LookupKnowledgeTool
 from rag.embedding import Encoded, Usem3Embedder
 from rag.ingest import ingest_paths
 from rag.lookup import KnowledgeLookupService, LookupSettings
-from rag.store import KnowledgeStore, domain_filter
+from rag.store import Hit, KnowledgeStore, domain_filter
 from tests.conftest import REPO
 
 RUNBOOKS = REPO / "knowledge" / "runbooks"
@@ -74,7 +74,7 @@ async def test_audit_details_follow_the_contract_and_the_projection_is_smaller(s
     assert details.tool_call_id == "call_9" and details.search_mode == "hybrid"
     assert details.selected_attempt == "FILTERED_VECTOR" and details.l0_hints.domains == ["message-queue"]
     assert details.attempts[0].usable and details.evidence_block_count == len(out.agent_view["evidence"])
-    assert set(out.agent_view) == {"relevance_level", "completeness_hint", "evidence"}
+    assert set(out.agent_view) == {"relevance_level", "completeness_hint", "scoreLabel", "evidence"}
     assert details.agent_result_bytes == len(json.dumps(out.agent_view, ensure_ascii=False).encode())
     assert "attempts" not in json.dumps(out.agent_view)
 
@@ -116,6 +116,109 @@ async def test_budget_truncates(store: Any, embedder: Any) -> None:
     out = await service(store, embedder, context_char_budget=300).lookup("HikariCP pool exhausted", "c")
     d = out.retrieval_details
     assert d["truncated"] is True and d["context_used_chars"] <= 300 and out.truncated
+    assert out.agent_view["completeness_hint"] == "evidence truncated to the character budget"
+
+
+async def test_the_block_cap_is_not_truncation(store: Any, embedder: Any) -> None:
+    # Five usable candidates or more, two blocks allowed, a budget nothing reaches: the cap drops
+    # candidates, the budget cuts nothing, so `truncated` stays false (seed e2e §3.3: budget only).
+    svc = service(store, embedder, max_blocks=2, context_char_budget=100_000, relative_cutoff=0.0)
+    out = await svc.lookup("HikariCP pool", "c")
+    d = out.retrieval_details
+    assert d["evidence_block_count"] == 2 and d["block_cap_dropped_count"] >= 3
+    assert d["truncated"] is False and out.truncated is False
+    total = 2 + d["block_cap_dropped_count"]
+    assert out.agent_view["completeness_hint"] == f"the 2 best of {total} matching blocks"
+
+
+async def test_blocks_carry_their_scores_levels_and_domains(store: Any, embedder: Any) -> None:
+    svc = service(store, embedder)
+    out = await svc.lookup("MySQL connection pool exhausted HikariCP diagnosis", "c")
+    d = RetrievalDetails.model_validate(out.retrieval_details)
+    agent = out.agent_view["evidence"]
+    assert out.agent_view["scoreLabel"] == "hybrid" and [b.key for b in d.blocks] == d.evidence_keys
+    for shown, block in zip(agent, d.blocks, strict=True):
+        # qualityScore is the dense cosine (the gate's side), the score the fused one (a different scale).
+        assert shown["qualityScore"] == block.qualityScore and block.scoreLabel == "hybrid"
+        assert shown["relevance_level"] == block.relevance_level == svc_level(block.qualityScore)
+        assert block.chars == len(shown["text"]) and block.domain == shown["domain"]
+    assert [b.score for b in d.blocks] == sorted((b.score for b in d.blocks), reverse=True)
+    assert d.blocks[0].score != d.blocks[0].qualityScore
+    assert d.retrieved_domains == list(dict.fromkeys(b.domain for b in d.blocks))
+    assert d.retrieved_domains[0] == "database"
+    # `sources` keeps one entry per block: a document with two blocks appears twice.
+    assert len(d.sources) == len(d.blocks) and len(set(d.sources)) < len(d.sources)
+
+
+def svc_level(similarity: float) -> str:
+    s = LookupSettings()
+    return "PRECISE" if similarity >= s.precise else "REFERENCE" if similarity >= s.reference else "RELATED"
+
+
+async def test_relative_cutoff_keeps_blocks_near_the_best(store: Any, embedder: Any) -> None:
+    q = "MySQL connection pool exhausted HikariCP diagnosis"
+    loose = (await service(store, embedder, relative_cutoff=0.0).lookup(q, "c")).retrieval_details
+    strict = (await service(store, embedder, relative_cutoff=0.9).lookup(q, "c")).retrieval_details
+    top = loose["blocks"][0]["score"]
+    assert loose["below_cutoff_count"] == 0 and strict["relative_cutoff"] == 0.9
+    assert strict["below_cutoff_count"] >= 1 and strict["evidence_block_count"] < loose["evidence_block_count"]
+    assert all(b["score"] >= 0.9 * top for b in strict["blocks"])
+    assert strict["blocks"][0]["key"] == loose["blocks"][0]["key"]
+
+
+async def test_keyword_only_attempt_takes_an_exact_identifier(store: Any, embedder: Any) -> None:
+    # A gate no dense similarity passes: the filtered, unfiltered and dense attempts are unusable, so
+    # the BM25-only attempt runs. An exception name found in one runbook family stands out of its list.
+    svc = service(store, embedder, related=0.99)
+    out = await svc.lookup("SQLTransientConnectionException", "c")
+    d = out.retrieval_details
+    assert [(a["name"], a["usable"]) for a in d["attempts"]] == [
+        ("FILTERED_VECTOR", False),  # "sql" in the name: the database domain
+        ("UNFILTERED_VECTOR", False),
+        ("DENSE_ONLY", False),
+        ("BM25_ONLY", True),
+    ]
+    assert all(a["top_similarity"] is not None and a["top_similarity"] < 0.99 for a in d["attempts"])
+    assert d["selected_attempt"] == "BM25_ONLY" and out.agent_view["scoreLabel"] == "bm25"
+    assert out.evidence_status == "EVIDENCE_FOUND" and out.relevance_level == "RELATED"
+    assert out.agent_view["evidence"][0]["key"].startswith("hikaricp-pool-exhaustion")
+    # Common words match many runbooks alike: nothing stands out, nothing is returned.
+    vague = (await svc.lookup("the service is slow and sometimes fails", "c")).retrieval_details
+    assert [a["name"] for a in vague["attempts"]][-1] == "BM25_ONLY" and not vague["attempts"][-1]["usable"]
+    assert vague["evidence_status"] == "NO_EVIDENCE" and vague["selected_attempt"] is None
+
+
+def hit(key: str, score: float, similarity: float, text: str = "text") -> Hit:
+    return Hit(key, key.split("#")[0], "t", "h", f"{text} {key}", "d", score, similarity)
+
+
+async def test_dense_only_attempt_when_fusion_buries_the_close_hits() -> None:
+    # The searcher stands in for Milvus: hybrid returns only far hits (BM25 noise on top), the dense
+    # list alone has a close one, so DENSE_ONLY is selected and its order and label are used.
+    calls: list[str] = []
+
+    async def embed(texts: list[str]) -> Encoded:
+        return Encoded(np.ones((len(texts), 4), dtype=np.float32))
+
+    async def search(q: str, v: Any, lex: Any, mode: str, k: int, d: list[str] | None) -> list[Hit]:
+        calls.append(mode)
+        if mode == "dense":
+            return [hit("a#chunk-0", 0.6, 0.6), hit("b#chunk-0", 0.3, 0.3)]
+        return [hit("x#chunk-0", 2.0, 0.1), hit("y#chunk-0", 1.0, 0.05)]
+
+    out = await KnowledgeLookupService(embed, search).lookup("why is it slow", "c")
+    d = out.retrieval_details
+    assert calls == ["hybrid", "dense"]
+    assert [(a["name"], a["usable"], a["top_similarity"]) for a in d["attempts"]] == [
+        ("UNFILTERED_VECTOR", False, 0.1),
+        ("DENSE_ONLY", True, 0.6),
+    ]
+    assert d["selected_attempt"] == "DENSE_ONLY" and out.agent_view["scoreLabel"] == "dense"
+    assert d["evidence_keys"] == ["a#chunk-0", "b#chunk-0"] and out.relevance_level == "PRECISE"
+    dense_mode = KnowledgeLookupService(embed, search, LookupSettings(mode="dense"))
+    calls.clear()
+    await dense_mode.lookup("why is it slow", "c")
+    assert calls == ["dense"]  # the configured mode is dense: no DENSE_ONLY repeat of the same search
 
 
 async def test_bad_inputs_become_values(store: Any, embedder: Any, tmp_path: Path) -> None:
@@ -137,5 +240,6 @@ async def test_bad_inputs_become_values(store: Any, embedder: Any, tmp_path: Pat
     broken = KnowledgeLookupService(svc.embed, down)
     failed = await broken.lookup("HikariCP", "c")
     assert failed.evidence_status == "ERROR" and "unavailable" in (failed.error or "")
+    assert failed.retrieval_details["status"] == "FAILED" and failed.retrieval_details["attempts"] == []
     result = await LookupKnowledgeTool(broken).run({"query": "HikariCP"}, "c")
     assert result.status == "error" and result.retrieval["retrieval_details"]["evidence_status"] == "ERROR"
