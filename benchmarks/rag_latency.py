@@ -11,7 +11,11 @@ The one-at-a-time baseline of the embedder deployment runs on a deployment whose
 (``embed_batch_wait_s: 0``): with the default 10 ms wait every lone call would pay it, which is the
 batcher's cost, not what batching saves. The default deployment's lone-call rate is reported beside it.
 
-    python benchmarks/rag_latency.py [--chunks 20000] [--queries 200]
+With ``--baseline REF`` the same index is also searched by the lookup code of git revision REF, in
+rounds that alternate with this code's (each round a fresh process on the same Milvus Lite file), so
+the two p50s compare side by side in one run.
+
+    python benchmarks/rag_latency.py [--chunks 20000] [--queries 200] [--baseline REF]
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import dataclasses
 import json
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,7 +42,6 @@ from deployments.provenance import stamp  # noqa: E402
 from rag.chunking import Chunk, chunk_document, chunk_file  # noqa: E402
 from rag.embedding import Encoded, Usem3Embedder  # noqa: E402
 from rag.ingest import find_documents  # noqa: E402
-from rag.lookup import KnowledgeLookupService  # noqa: E402
 from rag.settings import SearchSettings  # noqa: E402
 from rag.store import KnowledgeStore  # noqa: E402
 
@@ -169,13 +173,61 @@ def deployment_throughput(texts: list[str]) -> dict[str, float]:
     return {"seq": seq, **out}
 
 
-async def lookups(svc: KnowledgeLookupService, qs: list[str]) -> list[float]:
-    times = []
-    for i, q in enumerate(qs):
+# Runs in a fresh process with PYTHONPATH at one code version; it uses only the lookup API that the
+# compared versions share (KnowledgeStore, KnowledgeLookupService, SearchSettings().fusion).
+TIMER = """
+import asyncio, json, sys, time
+from rag.embedding import Usem3Embedder
+from rag.lookup import KnowledgeLookupService
+from rag.settings import SearchSettings
+from rag.store import KnowledgeStore
+
+db, collection, qfile = sys.argv[1:4]
+qs = json.load(open(qfile, encoding="utf-8"))
+emb = Usem3Embedder()
+fusion = SearchSettings().fusion
+store = KnowledgeStore(db, collection, emb.dim)
+
+async def embed(t):
+    return emb.encode_sync(t)
+
+async def search(q, v, lex, mode, k, d):
+    return store.search(q, v, mode, k, d, fusion, lex)
+
+async def run(batch):
+    svc = KnowledgeLookupService(embed, search)
+    out = []
+    for i, q in enumerate(batch):
         start = time.perf_counter()
         await svc.lookup(q, f"call_{i}")
-        times.append((time.perf_counter() - start) * 1000)
-    return times
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+asyncio.run(run(qs[:10]))  # warm-up
+times = asyncio.run(run(qs))
+store.close()
+print("TIMES " + json.dumps(times))
+"""
+
+
+def timed_lookups(code: Path, db: str, collection: str, qfile: Path) -> list[float]:
+    """Lookup latencies (ms) of the code at ``code`` on the index at ``db``, in a process of its own."""
+    env = {**__import__("os").environ, "PYTHONPATH": str(code)}
+    done = subprocess.run(
+        [sys.executable, "-c", TIMER, db, collection, str(qfile)],
+        cwd=code,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    line = next(x for x in done.stdout.splitlines() if x.startswith("TIMES "))
+    return [float(t) for t in json.loads(line.removeprefix("TIMES "))]
+
+
+def p50_p95(times: list[float]) -> tuple[float, float]:
+    t = sorted(times)
+    return round(statistics.median(t), 1), round(t[int(len(t) * 0.95) - 1], 1)
 
 
 def main() -> None:
@@ -183,6 +235,8 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=20_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "rag_latency.json"))
+    parser.add_argument("--baseline", default=None, help="a git revision whose lookup code runs beside this one")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds per code version")
     args = parser.parse_args()
 
     embedder = Usem3Embedder()
@@ -219,24 +273,44 @@ def main() -> None:
         insert_s = time.perf_counter() - start
         indexed = store.count()
 
-        fusion = settings.fusion
-
-        async def embed(t: list[str]) -> Encoded:
-            return embedder.encode_sync(t)
-
-        async def search(q: str, v: np.ndarray, lex: Any, mode: Any, k: int, d: list[str] | None) -> Any:
-            return store.search(q, v, mode, k, d, fusion, lex)
-
-        svc = KnowledgeLookupService(embed, search)
-        asyncio.run(lookups(svc, qs[:10]))  # warm-up
-        times = sorted(asyncio.run(lookups(svc, qs)))
         store.close()
+        qfile = Path(tmp) / "queries.json"
+        qfile.write_text(json.dumps(qs, ensure_ascii=False), encoding="utf-8")
+        db = str(Path(tmp) / "m.db")
+        versions = {"current": ROOT}
+        if args.baseline:
+            base_dir = Path(tmp) / "baseline"
+            subprocess.run(["git", "worktree", "add", "--detach", str(base_dir), args.baseline], cwd=ROOT, check=True)
+            versions["baseline"] = base_dir
+        runs: dict[str, list[float]] = {name: [] for name in versions}
+        try:
+            for _ in range(args.rounds):
+                for name, code in versions.items():
+                    runs[name] += timed_lookups(code, db, "bench", qfile)
+        finally:
+            if args.baseline:
+                subprocess.run(
+                    ["git", "worktree", "remove", "--force", str(versions["baseline"])], cwd=ROOT, check=False
+                )
+    p50, p95 = p50_p95(runs["current"])
+    compared = {}
+    if args.baseline:
+        base_commit = subprocess.run(
+            ["git", "rev-parse", "--short=12", args.baseline], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        b50, b95 = p50_p95(runs["baseline"])
+        compared = {
+            "baseline": {"revision": args.baseline, "commit": base_commit, "lookup_p50_ms": b50, "lookup_p95_ms": b95},
+            "p50_over_baseline": round(p50 / b50, 3),
+        }
 
     result = {
         "chunks": indexed,
-        "queries": len(times),
-        "lookup_p50_ms": round(statistics.median(times), 1),
-        "lookup_p95_ms": round(times[int(len(times) * 0.95) - 1], 1),
+        "queries": len(qs),
+        "rounds": args.rounds,
+        "lookup_p50_ms": p50,
+        "lookup_p95_ms": p95,
+        **compared,
         "chunk_max_chars": settings.chunk_max_chars,
         "chunk_chars_mean": round(statistics.fmean(len(c.text) for c in chunks), 1),
         # The embedder deployment: one lookup at a time (batcher without a wait) vs 64 concurrent
