@@ -283,6 +283,7 @@ class KnowledgeLookupService:
         if len(query) > MAX_QUERY_CHARS:
             query = query[:MAX_QUERY_CHARS]  # long pasted logs: the head carries the question
         attempts: list[RetrievalAttempt] = []
+        selected: Selected | None = None
         try:
             enc = await self.embed([query])
             qvec = enc.dense[0]
@@ -302,10 +303,11 @@ class KnowledgeLookupService:
                     )
                 )
                 if usable:
-                    return self._outcome(tool_call_id, hints, attempts, Selected(name, mode, found))
+                    selected = Selected(name, mode, found)
+                    break
         except Exception as err:  # Milvus or the embedder down: an error value for the agent
             log.warning("lookup failed: %s", err)
             return self._outcome(
                 tool_call_id, hints, attempts, error=f"knowledge search unavailable: {type(err).__name__}", failed=True
             )
-        return self._outcome(tool_call_id, hints, attempts)
+        return self._outcome(tool_call_id, hints, attempts, selected)
