@@ -79,6 +79,16 @@ async def test_audit_details_follow_the_contract_and_the_projection_is_smaller(s
     assert "attempts" not in json.dumps(out.agent_view)
 
 
+def test_chunks_store_their_writing_system(store: KnowledgeStore) -> None:
+    rows = store.client.query(
+        store.collection, filter='doc_id like "hikaricp-pool-exhaustion%"', output_fields=["doc_id", "cjk_share"]
+    )
+    shares = {r["doc_id"]: [] for r in rows}
+    for r in rows:
+        shares[r["doc_id"]].append(r["cjk_share"])
+    assert min(shares["hikaricp-pool-exhaustion-zh"]) >= 0.5 and max(shares["hikaricp-pool-exhaustion"]) < 0.05
+
+
 async def test_search_modes_differ_and_filters_apply(store: KnowledgeStore, embedder: Usem3Embedder) -> None:
     q = "No space left on device"
     v = embedder.embed_sync([q])[0]
