@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -212,7 +213,7 @@ print("TIMES " + json.dumps(times))
 
 def timed_lookups(code: Path, db: str, collection: str, qfile: Path) -> list[float]:
     """Lookup latencies (ms) of the code at ``code`` on the index at ``db``, in a process of its own."""
-    env = {**__import__("os").environ, "PYTHONPATH": str(code)}
+    env = {**os.environ, "PYTHONPATH": str(code)}
     done = subprocess.run(
         [sys.executable, "-c", TIMER, db, collection, str(qfile)],
         cwd=code,

@@ -23,14 +23,15 @@ sys.path.insert(0, str(ROOT))
 from deployments.config import load_config  # noqa: E402
 from deployments.provenance import stamp  # noqa: E402
 from rag.embedding import embedder_for  # noqa: E402
-from rag.eval import BeirDataset, evaluate, evaluate_dataset, format_table  # noqa: E402
+from rag.eval import BeirDataset, evaluate_dataset, format_table, load_beir  # noqa: E402
 from rag.store import FusionSettings  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks" / "data"))
 import make_crosslingual_set  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
-SETS = {"scifact": ("beir-scifact", "test"), "cmrc2018": ("cmrc2018-zh-retrieval", "dev"), "crosslingual": ("", "")}
+BEIR_SETS = {"scifact": ("beir-scifact", "test"), "cmrc2018": ("cmrc2018-zh-retrieval", "dev")}
+SETS = (*BEIR_SETS, "crosslingual")
 OUT = ROOT / "benchmarks" / "results" / "retrieval.json"
 CROSSLINGUAL = ROOT / "benchmarks" / "data" / "crosslingual_queries.jsonl"
 
@@ -53,6 +54,14 @@ def crosslingual() -> tuple[BeirDataset, dict[str, set[str]]]:
     return BeirDataset(make_crosslingual_set.corpus(), {r["id"]: r["query"] for r in rows}, qrels), subsets
 
 
+def dataset(name: str) -> tuple[BeirDataset, dict[str, set[str]], str]:
+    """A set's data, the query subsets scored apart, and the split's name."""
+    if name == "crosslingual":
+        return (*crosslingual(), "all")
+    folder, split = BEIR_SETS[name]
+    return load_beir(DATA / folder, split), {}, split
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", choices=sorted(SETS), default=None)
@@ -60,36 +69,23 @@ def main() -> None:
     cfg = load_config(None)
     embedder = embedder_for(cfg.search)
     results = json.loads(OUT.read_text()) if OUT.exists() else {}
-    for name, (folder, split) in SETS.items():
+    for name in SETS:
         if args.only and name != args.only:
             continue
+        data, subsets, split = dataset(name)
         with tempfile.TemporaryDirectory(prefix="raydiag-eval-") as scratch:
-            if name == "crosslingual":
-                data, subsets = crosslingual()
-                res = asyncio.run(
-                    evaluate_dataset(
-                        data,
-                        embedder,
-                        f"{scratch}/eval.db",
-                        cfg.search.fusion,
-                        variants(cfg.search.fusion),
-                        max_chars=cfg.search.chunk_max_chars,
-                        subsets=subsets,
-                    )
+            res = asyncio.run(
+                evaluate_dataset(
+                    data,
+                    embedder,
+                    f"{scratch}/eval.db",
+                    cfg.search.fusion,
+                    variants(cfg.search.fusion),
+                    max_chars=cfg.search.chunk_max_chars,
+                    subsets=subsets,
                 )
-                res["split"] = "all"
-            else:
-                res = asyncio.run(
-                    evaluate(
-                        DATA / folder,
-                        embedder,
-                        f"{scratch}/eval.db",
-                        split,
-                        fusion=cfg.search.fusion,
-                        max_chars=cfg.search.chunk_max_chars,
-                        variants=variants(cfg.search.fusion),
-                    )
-                )
+            )
+        res["split"] = split
         res["fusion"] = cfg.search.fusion.model_dump()
         res["embedder"] = cfg.search.embedder
         res["chunk_max_chars"] = cfg.search.chunk_max_chars

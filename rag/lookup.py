@@ -47,6 +47,9 @@ L0_KEYWORDS: dict[str, tuple[str, ...]] = {
     "payment": ("payment", "支付", "checkout"),
 }
 MAX_QUERY_CHARS = 2000
+# Defaults of search.relative_cutoff and search.keyword_standout (rag/settings.py says why).
+RELATIVE_CUTOFF = 0.4
+KEYWORD_STANDOUT = 3.0
 
 
 @dataclass(frozen=True)
@@ -59,9 +62,9 @@ class LookupSettings:
     reference: float = 0.35
     related: float = 0.20
     # A block scoring under this share of the best block's score (the search's own score) is left out.
-    relative_cutoff: float = 0.4
+    relative_cutoff: float = RELATIVE_CUTOFF
     # A keyword-only attempt is usable when its best hit's z-score within its list reaches this.
-    keyword_standout: float = 3.0
+    keyword_standout: float = KEYWORD_STANDOUT
 
 
 def l0_hints(query: str) -> L0Hints:

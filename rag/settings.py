@@ -4,6 +4,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rag.lookup import KEYWORD_STANDOUT, RELATIVE_CUTOFF
 from rag.store import FusionSettings
 
 # Runbook sections are shorter than this (the bundled ones chunk the same at 700); long documents
@@ -33,7 +34,7 @@ class SearchSettings(BaseModel):
     max_blocks: int = Field(default=5, gt=0, le=50, description="Evidence blocks given to the agent.")
     context_char_budget: int = Field(default=4000, gt=0, description="Evidence characters given to the agent.")
     relative_cutoff: float = Field(
-        default=0.4,
+        default=RELATIVE_CUTOFF,
         ge=0,
         le=1,
         description="A block scoring under this share of the best block's score is left out. 0.4 is the "
@@ -41,7 +42,7 @@ class SearchSettings(BaseModel):
         "while block precision rose (0.35 → 0.44, 0.21 → 0.36).",
     )
     keyword_standout: float = Field(
-        default=3.0,
+        default=KEYWORD_STANDOUT,
         gt=0,
         description="The BM25-only fallback attempt is usable when its best hit's z-score within its list "
         "reaches this (an exact keyword match standing out; three standard deviations).",
