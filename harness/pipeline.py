@@ -85,6 +85,7 @@ class DiagnosisPipeline:
         self.model = model
         self.tools = tools or (lambda _scope: [])
         self.skills = skills or {}
+        self.embed = embed
         self.exemplars = ExemplarRouter(embed) if embed is not None else None
         self.domains = domains
         self.history: HistoryStore = history or SessionHistory()
@@ -124,6 +125,7 @@ class DiagnosisPipeline:
                 settings=self.settings,
                 boundary=ToolBoundary(self.tools(scope), timeout_s=self.settings.stage_timeout_s),
                 history=await self.history.get(session_key(tenant_id, request.Id)),
+                embed=self.embed,
             )
             async for event in self._diagnose(ctx, session_key(tenant_id, request.Id)):
                 yield event

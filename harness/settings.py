@@ -61,6 +61,14 @@ class HarnessSettings(BaseModel):
         "quotes must occur in the cited evidence); the verifier model sees the draft only when some claim has "
         "nothing to check.",
     )
+    verifier_min_similarity: float = Field(
+        default=0.20,
+        ge=0.0,
+        le=1.0,
+        description="A claim with no service, signal, number or quote to check is unsupported when its text is "
+        "further (cosine, the lookup's embedder) from every excerpt it cites than this: the lookup's lowest bar "
+        "for a block related to a question at all (search.related). 0 leaves such claims to the verifier model.",
+    )
     max_evidence_spans: int = Field(default=14, gt=0, le=40, description="Evidence spans the final answer may cite.")
     repetition_penalty: float = Field(
         default=1.05, ge=1.0, le=2.0, description="Sampling penalty on repeated tokens (cuts loops in small models)."

@@ -10,6 +10,7 @@ from typing import Any
 
 from harness.model import ChatModel, Message, ModelError, ModelRequest, ModelResponse
 from harness.recorder import RunRecorder
+from harness.routing import Embed
 from harness.settings import HarnessSettings
 from harness.tools.base import LedgerEntry, ToolBoundary
 
@@ -33,6 +34,7 @@ class RunContext:
     boundary: ToolBoundary
     history: list[tuple[str, str]] = field(default_factory=list)
     component_rounds: dict[str, int] = field(default_factory=dict)
+    embed: Embed | None = None  # the lookup's embedder: the router's exemplars, the verifier's similarity check
 
     def next_round(self, component: str) -> int:
         self.component_rounds[component] = self.component_rounds.get(component, 0) + 1

