@@ -111,7 +111,8 @@ def _lookup(
 
 
 def _embed(embedder: DeploymentHandle | None) -> Embed | None:
-    """The router's exemplar similarity through the same embedder deployment the lookup uses."""
+    """The router's exemplar similarity and the verifier's meaning check, through the same embedder
+    deployment the lookup uses."""
     if embedder is None:
         return None
 

