@@ -133,8 +133,9 @@ async def similarity_verdicts(claims: list[Claim], embed: Embed, floor: float) -
         texts.append(claim.claim_text)
         texts += [b.evidence_excerpt for b in claim.evidence_bindings]
         spans.append((start, len(texts)))
-    vectors = np.asarray(await embed(texts), dtype=np.float32)
-    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
+    raw = np.asarray(await embed(texts), dtype=np.float32)
+    # Not in place: through Ray the rows arrive as a read-only, zero-copy view of the object store.
+    vectors = raw / np.maximum(np.linalg.norm(raw, axis=1, keepdims=True), 1e-9)
     verdicts: dict[str, bool | None] = {}
     for claim, (start, end) in zip(claims, spans, strict=True):
         nearest = float(np.max(vectors[start:end] @ vectors[start - 1])) if end > start else -1.0

