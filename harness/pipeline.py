@@ -46,7 +46,7 @@ from harness.stages.executor import ExecutorOutcome, execute
 from harness.stages.planner import plan
 from harness.stages.release import Release, fallback, guard_gaps, report
 from harness.stages.router import route
-from harness.stages.verifier import missing_facts, retry_context, verifier_input, verify
+from harness.stages.verifier import evidence_gaps, retry_context, verifier_input, verify
 from harness.tools.base import Tool, ToolBoundary
 from harness.tools.read_skill import Skill
 from telemetry.clock import iso
@@ -222,7 +222,7 @@ class DiagnosisPipeline:
             if verdict.verdict == "PASS":
                 release = report(guard.kept, ctx.boundary.ledger, ctx.lang, verdict)
                 break
-            gaps = missing_facts(verdict.facts_checked) or [verdict.rationale]
+            gaps = evidence_gaps(verdict)
             if verdict.verdict == "REJECT":
                 release = fallback(
                     "INSUFFICIENT_EVIDENCE",

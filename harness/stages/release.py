@@ -190,6 +190,9 @@ def report(
     return Release("DIAGNOSIS_REPORT", payload, "SUCCESS", summary, summary)
 
 
+BACKED = ("direct_evidence", "indirect_support")
+
+
 def fallback(
     kind: FallbackType,
     lang: str,
@@ -219,7 +222,14 @@ def fallback(
         return "\n".join([title, *[f"- {i}" for i in (items or [NONE[lang]])]])
 
     text = "\n".join([head, block(c_title, confirmed), block(g_title, all_gaps), block(s_title, steps)])
-    refs = _references(cited.claims, ledger) if cited is not None and kind == "LOW_CONFIDENCE" else []
+    # A low-confidence answer cites what backs its confirmed and indirectly supported facts, never the
+    # evidence of a claim found unsupported (it would read as a source for that claim).
+    backed = {f.fact for f in verdict.facts_checked if f.verification in BACKED} if verdict is not None else set()
+    refs = (
+        _references([c for c in cited.claims if verdict is None or c.claim_text in backed], ledger)
+        if cited is not None and kind == "LOW_CONFIDENCE"
+        else []
+    )
     payload = SafeFallbackPayload(
         fallback_type=kind, text=text, confirmed=confirmed, gaps=all_gaps, next_steps=steps, references=refs
     )

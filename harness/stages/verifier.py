@@ -261,11 +261,14 @@ def _rule_fact(claim: Claim, supported: bool) -> dict[str, Any]:
 
 
 def _rule_answer(draft: ExecutorEvidence, decided: dict[str, bool | None]) -> dict[str, Any]:
+    """Every claim decided by rule. None supported is LOW_CONFID, not REJECT: the rules found claims
+    their evidence does not carry (seed 000 §4: "证据不足"), nothing the evidence contradicts, so the
+    one retry round rewrites them from the same ledger."""
     facts = [_rule_fact(c, bool(decided[c.claim_id])) for c in draft.claims]
     supported = sum(bool(decided[c.claim_id]) for c in draft.claims)
     return {
         "facts": facts,
-        "verdict": "PASS" if supported else "REJECT",
+        "verdict": "PASS" if supported else "LOW_CONFID",
         "groundedness_score": round(supported / len(draft.claims), 3),
         "rationale": f"{supported} of {len(draft.claims)} claims name only terms their cited evidence contains",
     }
@@ -311,11 +314,21 @@ def missing_facts(facts: list[FactChecked]) -> list[str]:
     ]
 
 
+def unsupported_facts(facts: list[FactChecked]) -> list[str]:
+    """The non-critical claims without evidence: what a retry rewrites when no critical fact is missing."""
+    return [f"{f.fact} ({f.detail or WHY['no_evidence']})" for f in facts if f.verification == "no_evidence"]
+
+
+def evidence_gaps(output: VerifierOutput) -> list[str]:
+    """What a retry asks for and a fallback names: the critical facts without direct evidence, else any
+    claim without evidence, else the verifier's rationale."""
+    return missing_facts(output.facts_checked) or unsupported_facts(output.facts_checked) or [output.rationale]
+
+
 def retry_context(output: VerifierOutput, round_no: int, lang: str) -> RetryContext:
     instruction = (
         "仅补充以上断言相关证据，不要重复已完成检索"
         if lang == "zh"
         else "Gather evidence for the facts above only; do not repeat lookups already done."
     )
-    facts = missing_facts(output.facts_checked) or [output.rationale]
-    return RetryContext(round=round_no, missing_evidence_facts=facts, instruction=instruction)
+    return RetryContext(round=round_no, missing_evidence_facts=evidence_gaps(output), instruction=instruction)
