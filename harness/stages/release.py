@@ -125,13 +125,13 @@ def _references(claims: list[Claim], ledger: dict[str, LedgerEntry]) -> list[Ref
 
 
 def supported_claims(evidence: ExecutorEvidence, verdict: VerifierOutput | None) -> list[Claim]:
-    """The guard's kept claims minus those the verifier found unsupported or contradicted (all of them
-    when that would leave none: the verdict then speaks for the draft as a whole)."""
+    """The guard's kept claims minus those the verifier found unsupported or contradicted. None left
+    means no report, whatever the verdict says: a PASS whose every fact is unsupported (a small
+    verifier model's, or the model's PASS beside the rules' failures) must not release those claims."""
     if verdict is None:
         return list(evidence.claims)
     bad = {f.fact for f in verdict.facts_checked if f.verification in ("no_evidence", "contradicted")}
-    kept = [c for c in evidence.claims if c.claim_text not in bad]
-    return kept or list(evidence.claims)
+    return [c for c in evidence.claims if c.claim_text not in bad]
 
 
 def root_causes(evidence: ExecutorEvidence, claims: list[Claim]) -> list[RootCause]:
