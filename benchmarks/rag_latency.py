@@ -200,19 +200,22 @@ async def run(batch):
     out = []
     for i, q in enumerate(batch):
         start = time.perf_counter()
-        await svc.lookup(q, f"call_{i}")
-        out.append((time.perf_counter() - start) * 1000)
+        res = await svc.lookup(q, f"call_{i}")
+        ms = (time.perf_counter() - start) * 1000
+        out.append((ms, len((getattr(res, "retrieval_details", None) or {}).get("attempts") or [])))
     return out
 
 asyncio.run(run(qs[:10]))  # warm-up
-times = asyncio.run(run(qs))
+timed = asyncio.run(run(qs))
 store.close()
-print("TIMES " + json.dumps(times))
+print("TIMES " + json.dumps([t for t, _ in timed]))
+print("ATTEMPTS " + json.dumps([a for _, a in timed]))
 """
 
 
-def timed_lookups(code: Path, db: str, collection: str, qfile: Path) -> list[float]:
-    """Lookup latencies (ms) of the code at ``code`` on the index at ``db``, in a process of its own."""
+def timed_lookups(code: Path, db: str, collection: str, qfile: Path) -> list[tuple[float, int]]:
+    """(latency ms, searches run) per lookup of the code at ``code`` on the index at ``db``, in a process
+    of its own. A lookup runs one search per attempt until one is usable."""
     env = {**os.environ, "PYTHONPATH": str(code)}
     done = subprocess.run(
         [sys.executable, "-c", TIMER, db, collection, str(qfile)],
@@ -222,8 +225,21 @@ def timed_lookups(code: Path, db: str, collection: str, qfile: Path) -> list[flo
         text=True,
         check=True,
     )
-    line = next(x for x in done.stdout.splitlines() if x.startswith("TIMES "))
-    return [float(t) for t in json.loads(line.removeprefix("TIMES "))]
+    lines = done.stdout.splitlines()
+    times = json.loads(next(x for x in lines if x.startswith("TIMES ")).removeprefix("TIMES "))
+    attempts = json.loads(next(x for x in lines if x.startswith("ATTEMPTS ")).removeprefix("ATTEMPTS "))
+    return [(float(t), int(a)) for t, a in zip(times, attempts, strict=True)]
+
+
+def attempt_figures(timed: list[tuple[float, int]]) -> dict[str, float]:
+    """How many searches a lookup ran, and the latency of the lookups that needed only one: the
+    per-search cost, apart from how often the attempts fall back."""
+    single = [t for t, a in timed if a == 1]
+    return {
+        "attempts_per_lookup": round(statistics.fmean(a for _, a in timed), 3),
+        "multi_attempt_share": round(sum(a > 1 for _, a in timed) / len(timed), 3),
+        "single_attempt_p50_ms": p50_p95(single)[0] if single else 0.0,
+    }
 
 
 def p50_p95(times: list[float]) -> tuple[float, float]:
@@ -283,7 +299,7 @@ def main() -> None:
             base_dir = Path(tmp) / "baseline"
             subprocess.run(["git", "worktree", "add", "--detach", str(base_dir), args.baseline], cwd=ROOT, check=True)
             versions["baseline"] = base_dir
-        runs: dict[str, list[float]] = {name: [] for name in versions}
+        runs: dict[str, list[tuple[float, int]]] = {name: [] for name in versions}
         try:
             for _ in range(args.rounds):
                 for name, code in versions.items():
@@ -293,15 +309,21 @@ def main() -> None:
                 subprocess.run(
                     ["git", "worktree", "remove", "--force", str(versions["baseline"])], cwd=ROOT, check=False
                 )
-    p50, p95 = p50_p95(runs["current"])
+    p50, p95 = p50_p95([t for t, _ in runs["current"]])
     compared = {}
     if args.baseline:
         base_commit = subprocess.run(
             ["git", "rev-parse", "--short=12", args.baseline], cwd=ROOT, capture_output=True, text=True, check=True
         ).stdout.strip()
-        b50, b95 = p50_p95(runs["baseline"])
+        b50, b95 = p50_p95([t for t, _ in runs["baseline"]])
         compared = {
-            "baseline": {"revision": args.baseline, "commit": base_commit, "lookup_p50_ms": b50, "lookup_p95_ms": b95},
+            "baseline": {
+                "revision": args.baseline,
+                "commit": base_commit,
+                "lookup_p50_ms": b50,
+                "lookup_p95_ms": b95,
+                **attempt_figures(runs["baseline"]),
+            },
             "p50_over_baseline": round(p50 / b50, 3),
         }
 
@@ -311,6 +333,7 @@ def main() -> None:
         "rounds": args.rounds,
         "lookup_p50_ms": p50,
         "lookup_p95_ms": p95,
+        **attempt_figures(runs["current"]),
         **compared,
         "chunk_max_chars": settings.chunk_max_chars,
         "chunk_chars_mean": round(statistics.fmean(len(c.text) for c in chunks), 1),
