@@ -181,7 +181,7 @@ def _attempts_row(d: dict[str, Any]) -> list[str]:
 
     def figures(x: dict[str, Any]) -> str:
         return (
-            f"{x['attempts_per_lookup']} searches/lookup, {x['multi_attempt_share']:.0%} more than one; "
+            f"{x['attempts_per_lookup']} searches/lookup, {x['multi_attempt_share']:.1%} more than one; "
             f"one-search p50 {x['single_attempt_p50_ms']} ms"
         )
 
