@@ -146,10 +146,14 @@ async def test_a_tenants_cap_holds_on_every_replica(clients: dict[str, httpx.Asy
     run = asyncio.create_task(long_run())
     await asyncio.wait_for(started.wait(), 30)
     refused_by: set[str] = set()
-    for _ in range(40):
-        r = await a.post("/api/chat", json={"Id": "capped-2", "Question": "disk full on orders-db"})
-        assert r.status_code == 429, r.text  # one run in flight is team-a's cap, on either replica
-        refused_by.add(r.headers[HEADER])
+    # In bursts: the proxy sends a lone request to the replica with fewer requests in flight (always the
+    # one not holding the run), so one at a time may never reach the busy replica; requests in flight
+    # together are spread over both.
+    for _ in range(10):
+        burst = [a.post("/api/chat", json={"Id": "capped-2", "Question": "disk full on orders-db"}) for _ in range(6)]
+        for r in await asyncio.gather(*burst):
+            assert r.status_code == 429, r.text  # one run in flight is team-a's cap, on either replica
+            refused_by.add(r.headers[HEADER])
         if len(refused_by) == 2:
             break
     assert len(refused_by) == 2
