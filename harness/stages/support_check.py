@@ -10,10 +10,10 @@ it (measured: benchmarks/results/diagnosis_quality.json).
 A claim all of whose key terms occur in its cited excerpts is supported; one naming a term that none
 of them contains is not. A claim with no checkable term is held to its evidence by meaning
 (``similarity_verdicts``): further from every cited excerpt than the lookup's bar for a related
-block, it is not supported; otherwise the verifier model judges it. A small model on a CPU judged every claim of a
-correct draft "no_evidence" (0.5B, measured), and passed symptom restatements citing unrelated
-telemetry ("GC pause" on a latency series); the checks cost no model time, so the model is asked only
-about what they cannot decide.
+block, it is not supported; otherwise the verifier model judges it. A small model on a CPU judged
+every claim of a correct draft "no_evidence" (0.5B, measured), and passed symptom restatements citing
+unrelated telemetry ("GC pause" on a latency series); the checks cost no model time, so the model is
+asked only about what they cannot decide.
 """
 
 from __future__ import annotations

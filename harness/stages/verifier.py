@@ -270,7 +270,8 @@ def _rule_answer(draft: ExecutorEvidence, decided: dict[str, bool | None]) -> di
         "facts": facts,
         "verdict": "PASS" if supported else "LOW_CONFID",
         "groundedness_score": round(supported / len(draft.claims), 3),
-        "rationale": f"{supported} of {len(draft.claims)} claims name only terms their cited evidence contains",
+        "rationale": f"{supported} of {len(draft.claims)} claims supported by rule (their key terms in their "
+        "cited evidence; claims naming none were checked for meaning)",
     }
 
 
