@@ -193,6 +193,15 @@ def report(
 BACKED = ("direct_evidence", "indirect_support")
 
 
+def backed_claims(cited: ExecutorEvidence, verdict: VerifierOutput | None) -> list[Claim]:
+    """What a low-confidence answer may cite: the claims the verifier found directly or indirectly
+    supported, never one found unsupported (its evidence would read as a source for it)."""
+    if verdict is None:
+        return list(cited.claims)
+    backed = {f.fact for f in verdict.facts_checked if f.verification in BACKED}
+    return [c for c in cited.claims if c.claim_text in backed]
+
+
 def fallback(
     kind: FallbackType,
     lang: str,
@@ -222,14 +231,7 @@ def fallback(
         return "\n".join([title, *[f"- {i}" for i in (items or [NONE[lang]])]])
 
     text = "\n".join([head, block(c_title, confirmed), block(g_title, all_gaps), block(s_title, steps)])
-    # A low-confidence answer cites what backs its confirmed and indirectly supported facts, never the
-    # evidence of a claim found unsupported (it would read as a source for that claim).
-    backed = {f.fact for f in verdict.facts_checked if f.verification in BACKED} if verdict is not None else set()
-    refs = (
-        _references([c for c in cited.claims if verdict is None or c.claim_text in backed], ledger)
-        if cited is not None and kind == "LOW_CONFIDENCE"
-        else []
-    )
+    refs = _references(backed_claims(cited, verdict), ledger) if cited is not None and kind == "LOW_CONFIDENCE" else []
     payload = SafeFallbackPayload(
         fallback_type=kind, text=text, confirmed=confirmed, gaps=all_gaps, next_steps=steps, references=refs
     )
