@@ -190,6 +190,30 @@ def _attempts_row(d: dict[str, Any]) -> list[str]:
     return ["searches per lookup (attempts run until one is usable)", figures(d) + that, "measured (no target)"]
 
 
+def bge_m3_gpu(d: dict[str, Any]) -> str:
+    rows = [
+        [
+            f"{name} ({d[name]['tokens_per_text']} tokens, {d[name]['texts']} texts)",
+            _num(d[name]["one_at_a_time_per_s"]),
+            _num(d[name]["batch32_per_s"]),
+            f"{d[name]['batch32_over_one']}×",
+        ]
+        for name in ("query", "passage")
+    ]
+    table = _table(["fp16, texts/s", "one at a time", "batches of 32", "batches / one"], rows)
+    mix = d["passage_batch32_fp16_vs_fp32"]
+    tests = d["gpu_tests"]
+    failed = ", ".join(tests["failed"]) or "none"
+    lines = [
+        f"Passages in batches of 32: fp16 {mix['fp16_per_s']} vs fp32 {mix['fp32_per_s']} texts/s "
+        f"({mix['fp16_over_fp32']}×). One text at the full 8,192 tokens: {d['one_text_8192_tokens_ms']} ms "
+        f"(median of 5). Peak GPU memory (fp16): {d['peak_memory_gib']} GiB. "
+        f"The `gpu` tests of the same run: {tests['passed']} of {tests['tests']} passed (failed: {failed}). "
+        f"{d['device']}, torch {d['torch']}.",
+    ]
+    return table + "\n\n" + " ".join(lines) + "\n\n" + _stamp(d)
+
+
 def rag_latency(d: dict[str, Any]) -> str:
     rows = [
         [
@@ -482,6 +506,7 @@ BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "anomaly_ranking": ("anomaly_ranking.json", anomaly_ranking),
     "routing": ("routing.json", routing),
     "diagnosis_quality": ("diagnosis_quality.json", diagnosis_quality),
+    "bge_m3_gpu": ("bge_m3_gpu.json", bge_m3_gpu),
 }
 
 
