@@ -54,6 +54,11 @@ def _any_of(spellings: set[str] | list[str]) -> re.Pattern[str]:
     return re.compile("|".join(re.escape(s) for s in sorted(spellings)))
 
 
+def _checked_numbers(text: str) -> list[str]:
+    """Numbers of two or more digits: single digits ("1 of 10", "p9") say too little to check."""
+    return [t for t in _NUMBER.findall(text) if len(t.replace(".", "")) >= 2]
+
+
 def key_terms(text: str, components: list[str]) -> list[re.Pattern[str]]:
     """Each key term as a pattern of its accepted spellings (one must occur in the evidence)."""
     low = _norm(text)
@@ -73,11 +78,10 @@ def key_terms(text: str, components: list[str]) -> list[re.Pattern[str]]:
         if not any(word in name or name in word for name in named):  # a service or signal already counted
             named.add(word)
             terms.append(_any_of({word, word.replace("_", " "), word.replace("-", " ")}))
-    for token in _NUMBER.findall(low):
-        if len(token.replace(".", "")) >= 2:  # single digits ("1 of 10", "p9") say too little to check
-            # As a number, not inside another: "20" is not in "2026-11-30".
-            forms = "|".join(re.escape(f) for f in _number_forms(token))
-            terms.append(re.compile(rf"(?<![\d.])(?:{forms})(?![\d])"))
+    for token in _checked_numbers(low):
+        # As a number, not inside another: "20" is not in "2026-11-30".
+        forms = "|".join(re.escape(f) for f in _number_forms(token))
+        terms.append(re.compile(rf"(?<![\d.])(?:{forms})(?![\d])"))
     terms += [_any_of([_norm(q)]) for q in _QUOTED.findall(text)]
     return terms
 
@@ -86,12 +90,12 @@ _WORD = re.compile(r"[a-z]{3,}|[\u4e00-\u9fff]{2,}")
 _FILLER = {"the", "and", "for", "are", "was", "were", "its", "has", "had", "with", "from", "this", "that"}
 
 
-def says_something(text: str, terms: list[re.Pattern[str]]) -> bool:
+def _says_something(text: str, terms: list[re.Pattern[str]]) -> bool:
     """Whether a claim asserts anything beyond the names it holds. A name alone ("payment-service",
     "hikaricp_connections_pending", an alert name) occurs in its evidence by construction and is no
     finding (the 0.5B released such claims: benchmarks/results/diagnosis_quality.json); a value, a
     quote or a word about the name is."""
-    if any(len(n.replace(".", "")) >= 2 for n in _NUMBER.findall(text)) or _QUOTED.search(text):
+    if _checked_numbers(text) or _QUOTED.search(text):
         return True
     rest = _norm(text)
     for term in terms:
@@ -105,7 +109,7 @@ def claim_support(claim: Claim, components: list[str]) -> bool | None:
     terms = key_terms(claim.claim_text, components)
     if not terms:
         return None
-    if not says_something(claim.claim_text, terms):
+    if not _says_something(claim.claim_text, terms):
         return False
     cited = _norm(" ".join(b.evidence_excerpt for b in claim.evidence_bindings))
     return all(term.search(cited) for term in terms)
