@@ -65,9 +65,10 @@ class HarnessSettings(BaseModel):
         default=0.20,
         ge=0.0,
         le=1.0,
-        description="A claim with no service, signal, number or quote to check is unsupported when its text is "
-        "further (cosine, the lookup's embedder) from every excerpt it cites than this: the lookup's lowest bar "
-        "for a block related to a question at all (search.related). 0 leaves such claims to the verifier model.",
+        description="A claim is unsupported when its text is further (cosine, the lookup's embedder) from every "
+        "excerpt it cites than this, whatever key terms it shares with them: the lookup's lowest bar for a block "
+        "related to a question at all (search.related). 0 turns the check off (claims with nothing to check go "
+        "to the verifier model).",
     )
     max_evidence_spans: int = Field(default=14, gt=0, le=40, description="Evidence spans the final answer may cite.")
     repetition_penalty: float = Field(

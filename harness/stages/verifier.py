@@ -236,12 +236,18 @@ async def verify(
 
 
 async def _rule_checks(ctx: RunContext, draft: ExecutorEvidence) -> dict[str, bool | None]:
-    """Key terms first; what names none is held to its cited excerpts by meaning when the run has the
-    embedder. A rule's False stands; None goes to the model."""
+    """Key terms first; then every claim the key terms did not fail is held to its cited excerpts by
+    meaning when the run has the embedder. A False stands; None goes to the model.
+
+    The meaning check covers claims the key terms passed too: a restated question can carry a term its
+    citation happens to hold ("The orders consumer group lag keeps growing for 20 minutes", citing a
+    payment-service series whose text has a 20) and still say nothing the evidence says (the 0.5B and the
+    1.5B released such claims: benchmarks/results/diagnosis_quality.json)."""
     decided = rule_verdicts(draft, candidate_components(ctx.boundary.ledger))
-    open_claims = [c for c in draft.claims if decided.get(c.claim_id) is None]
-    if open_claims and ctx.embed is not None and ctx.settings.verifier_min_similarity > 0:
-        decided.update(await similarity_verdicts(open_claims, ctx.embed, ctx.settings.verifier_min_similarity))
+    held = [c for c in draft.claims if decided.get(c.claim_id) is not False]
+    if held and ctx.embed is not None and ctx.settings.verifier_min_similarity > 0:
+        far = await similarity_verdicts(held, ctx.embed, ctx.settings.verifier_min_similarity)
+        decided.update({cid: False for cid, verdict in far.items() if verdict is False})
     return decided
 
 

