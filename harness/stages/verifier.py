@@ -241,8 +241,8 @@ async def _rule_checks(ctx: RunContext, draft: ExecutorEvidence) -> dict[str, bo
 
     The meaning check covers claims the key terms passed too: a restated question can carry a term its
     citation happens to hold ("The orders consumer group lag keeps growing for 20 minutes", citing a
-    payment-service series whose text has a 20) and still say nothing the evidence says (the 0.5B and the
-    1.5B released such claims: benchmarks/results/diagnosis_quality.json)."""
+    payment-service series whose text has a 20) and still say nothing the evidence says (the 0.5B
+    released that claim in benchmarks/results/diagnosis_quality.json at 5bd64ca)."""
     decided = rule_verdicts(draft, candidate_components(ctx.boundary.ledger))
     held = [c for c in draft.claims if decided.get(c.claim_id) is not False]
     if held and ctx.embed is not None and ctx.settings.verifier_min_similarity > 0:

