@@ -175,7 +175,7 @@ def to_evidence(data: dict[str, Any], spans: list[Span], components: list[str] |
             )
         )
     summary = str(data.get("summary", "")).strip()[:300]
-    return ExecutorEvidence(
+    evidence = ExecutorEvidence(
         diagnosis_summary=summary,
         claims=claims,
         recommended_actions=[
@@ -187,6 +187,27 @@ def to_evidence(data: dict[str, Any], spans: list[Span], components: list[str] |
         user_facing_answer=summary,
         root_causes=causes,
     )
+    return merge_repeats(evidence)
+
+
+def _same_words(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def merge_repeats(evidence: ExecutorEvidence) -> ExecutorEvidence:
+    """One claim per finding: a small model writes the same claim two or three times (citing other
+    spans); the first stands for all, and root causes that cited a repeat cite it instead."""
+    kept: dict[str, Claim] = {}
+    alias: dict[str, str] = {}
+    for claim in evidence.claims:
+        alias[claim.claim_id] = kept.setdefault(_same_words(claim.claim_text), claim).claim_id
+    if len(kept) == len(evidence.claims):
+        return evidence
+    causes = [
+        rc.model_copy(update={"claim_ids": list(dict.fromkeys(alias.get(i, i) for i in rc.claim_ids))})
+        for rc in evidence.root_causes
+    ]
+    return evidence.model_copy(update={"claims": list(kept.values()), "root_causes": causes})
 
 
 def raw_answer(data: dict[str, Any]) -> str:

@@ -17,13 +17,12 @@ citing only telemetry keeps its text and its fate.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from harness.contracts import Claim, EvidenceBinding, ExecutorEvidence
 from harness.model import Message
 from harness.prompts import render
+from harness.stages.answer import merge_repeats
 from harness.stages.base import RunContext, StageError, call_model, extract_json
 from harness.stages.support_check import claim_support
 
@@ -34,7 +33,6 @@ REPAIR_SCHEMA = {
     "required": ["finding"],
     "additionalProperties": False,
 }
-_SPACE = re.compile(r"\s+")
 
 
 def _runbook_bindings(claim: Claim) -> list[EvidenceBinding]:
@@ -85,10 +83,6 @@ async def _rewrite(ctx: RunContext, bindings: list[EvidenceBinding]) -> str | No
     return text[:200] or None
 
 
-def _key(text: str) -> str:
-    return _SPACE.sub(" ", text.lower()).strip()
-
-
 async def repair_claims(ctx: RunContext, draft: ExecutorEvidence, components: list[str]) -> ExecutorEvidence:
     """The draft with each echoing or rule-failing runbook claim rewritten from its runbook spans;
     claims that end up saying the same thing are merged (root causes follow the kept claim)."""
@@ -107,16 +101,13 @@ async def repair_claims(ctx: RunContext, draft: ExecutorEvidence, components: li
         claims.append(claim)
     if not repaired:
         return draft
-    kept: dict[str, Claim] = {}
-    alias: dict[str, str] = {}
-    for claim in claims:
-        first = kept.setdefault(_key(claim.claim_text), claim)
-        alias[claim.claim_id] = first.claim_id
-    causes = [
-        rc.model_copy(update={"claim_ids": list(dict.fromkeys(alias.get(i, i) for i in rc.claim_ids))})
-        for rc in draft.root_causes
-    ]
+    merged = merge_repeats(draft.model_copy(update={"claims": claims}))
     ctx.recorder.timeline(
-        "AGENT", "CLAIM_REPAIR", None, repaired=repaired, merged=len(claims) - len(kept), needed=sorted(broken)
+        "AGENT",
+        "CLAIM_REPAIR",
+        None,
+        repaired=repaired,
+        merged=len(claims) - len(merged.claims),
+        needed=sorted(broken),
     )
-    return draft.model_copy(update={"claims": list(kept.values()), "root_causes": causes})
+    return merged

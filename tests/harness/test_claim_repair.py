@@ -132,3 +132,29 @@ def test_an_evidence_label_copied_into_a_claim_is_not_part_of_it() -> None:
     spans = build_catalog(ledger, 10)
     data = {"claims": [{"type": "root_cause", "text": f"E1 [lookup_knowledge] {DIAGNOSIS}", "evidence": ["E1"]}]}
     assert to_evidence(json.loads(json.dumps(data)), spans).claims[0].claim_text == DIAGNOSIS
+
+
+def test_a_claim_written_twice_is_one_finding() -> None:
+    ledger = {
+        "c1": LedgerEntry(
+            "c1",
+            "query_metrics",
+            {"service": "payment-service"},
+            ToolResult("success", {"evidence": [{"key": "m1", "text": TELEMETRY}, {"key": "m2", "text": "x" * 30}]}),
+            1,
+        )
+    }
+    spans = build_catalog(ledger, 10)
+    text = "payment-service hikaricp_connections_pending 0 -> 55"
+    data = {
+        "claims": [
+            {"type": "symptom", "text": text, "evidence": ["E1"]},
+            {"type": "symptom", "text": f" {text.upper()} ", "evidence": ["E2"]},
+        ],
+        "root_causes": [
+            {"component": "payment-service", "category": "dependency", "confidence": "high", "claims": [2]}
+        ],
+    }
+    evidence = to_evidence(data, spans, ["payment-service"])
+    assert [c.claim_id for c in evidence.claims] == ["claim-1"]
+    assert evidence.root_causes[0].claim_ids == ["claim-1"]
