@@ -89,15 +89,15 @@ async def repair_claims(ctx: RunContext, draft: ExecutorEvidence, components: li
     citing_runbooks = [c for c in draft.claims if _runbook_bindings(c)]
     broken = {c.claim_id for c in citing_runbooks if claim_support(c, components) is False}
     broken |= await _echoes(ctx, [c for c in citing_runbooks if c.claim_id not in broken])
-    repaired: list[str] = []
+    repaired: list[dict[str, str]] = []
     claims: list[Claim] = []
     for claim in draft.claims:
         if claim.claim_id in broken:
             bindings = _runbook_bindings(claim)
             text = await _rewrite(ctx, bindings)
             if text is not None:
+                repaired.append({"claim_id": claim.claim_id, "drafted": claim.claim_text, "repaired": text})
                 claim = claim.model_copy(update={"claim_text": text, "evidence_bindings": bindings})
-                repaired.append(claim.claim_id)
         claims.append(claim)
     if not repaired:
         return draft

@@ -84,6 +84,10 @@ REMOVED = {
     "the verified findings are listed with their evidence.",
     "zh": "此回答的部分内容因复述了 raydiag 的内部指令而被移除；已核验的发现及其证据见下文。",
 }
+UNSUPPORTED = {
+    "en": "The verification found none of the drafted findings supported by the evidence they cite.",
+    "zh": "核验未发现任何一条草拟的发现能被其引用的证据支持。",
+}
 UNVERIFIED = {
     "en": "{n} finding(s) cited evidence that could not be verified in this run's tool outputs and were withheld.",
     "zh": "有 {n} 条发现引用的证据无法在本次工具输出中核实，已被拦截。",
@@ -151,9 +155,12 @@ def root_causes(evidence: ExecutorEvidence, claims: list[Claim]) -> list[RootCau
 def report(
     evidence: ExecutorEvidence, ledger: dict[str, LedgerEntry], lang: str, verdict: VerifierOutput | None = None
 ) -> Release:
-    claims = [c for c in supported_claims(evidence, verdict) if not quotes_instructions(c.claim_text)]
+    supported = supported_claims(evidence, verdict)
+    claims = [c for c in supported if not quotes_instructions(c.claim_text)]
     if not claims:
-        return fallback("INSUFFICIENT_EVIDENCE", lang, [], verdict, [REMOVED[lang]], [], ledger, None)
+        # Say why: the instruction guard withheld what was supported, or nothing was supported at all.
+        gap = REMOVED[lang] if supported else UNSUPPORTED[lang]
+        return fallback("INSUFFICIENT_EVIDENCE", lang, [], verdict, [gap], [], ledger, None)
     dropped = len(claims) < len(evidence.claims)
     analysis = [
         AnalysisItem(

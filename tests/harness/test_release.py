@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.contracts import Claim, EvidenceBinding, ExecutorEvidence, FactChecked, VerifierOutput
-from harness.stages.release import report
+from harness.stages.release import UNSUPPORTED, report
 
 
 def _claim(n: int, text: str) -> Claim:
@@ -46,6 +46,8 @@ def test_a_pass_whose_every_fact_is_unsupported_is_no_report() -> None:
     release = report(DRAFT, {}, "en", _verdict("no_evidence", "no_evidence"))
     assert release.content_type == "SAFE_FALLBACK"
     assert release.payload.confirmed == []  # type: ignore[union-attr]
+    # It says why; no instruction was quoted, so the instruction guard's sentence would be untrue.
+    assert release.payload.gaps == [UNSUPPORTED["en"]]  # type: ignore[union-attr]
 
 
 def test_a_pass_releases_just_the_claims_left_standing() -> None:
