@@ -17,14 +17,12 @@ citing only telemetry keeps its text and its fate.
 
 from __future__ import annotations
 
-import numpy as np
-
 from harness.contracts import Claim, EvidenceBinding, ExecutorEvidence
 from harness.model import Message
 from harness.prompts import render
 from harness.stages.answer import merge_repeats
 from harness.stages.base import RunContext, StageError, call_model, extract_json
-from harness.stages.support_check import claim_support
+from harness.stages.support_check import claim_support, unit_rows
 
 RUNBOOK_TOOL = "lookup_knowledge"
 REPAIR_SCHEMA = {
@@ -50,13 +48,11 @@ async def _echoes(ctx: RunContext, claims: list[Claim]) -> set[str]:
         start = len(texts)
         texts += [b.evidence_excerpt for b in claim.evidence_bindings]
         bounds.append((start, len(texts)))
-    raw = np.asarray(await ctx.embed(texts), dtype=np.float32)
-    # Not in place: through Ray the rows arrive as a read-only view of the object store.
-    vectors = raw / np.maximum(np.linalg.norm(raw, axis=1, keepdims=True), 1e-9)
+    vectors = await unit_rows(ctx.embed, texts)
     echoes = set()
     for claim, (start, end) in zip(claims, bounds, strict=True):
         own = vectors[start - 1]
-        if float(own @ vectors[0]) > float(np.max(vectors[start:end] @ own)):
+        if float(own @ vectors[0]) > float((vectors[start:end] @ own).max()):
             echoes.add(claim.claim_id)
     return echoes
 

@@ -141,6 +141,13 @@ def rule_verdicts(draft: ExecutorEvidence, components: list[str]) -> dict[str, b
     return {c.claim_id: claim_support(c, components) for c in draft.claims}
 
 
+async def unit_rows(embed: Embed, texts: list[str]) -> np.ndarray:
+    """The texts embedded as unit rows (row @ row is cosine similarity)."""
+    raw = np.asarray(await embed(texts), dtype=np.float32)
+    # Not in place: through Ray the rows arrive as a read-only, zero-copy view of the object store.
+    return raw / np.maximum(np.linalg.norm(raw, axis=1, keepdims=True), 1e-9)
+
+
 async def similarity_verdicts(claims: list[Claim], embed: Embed, floor: float) -> dict[str, bool | None]:
     """False for each claim whose text is further than ``floor`` (cosine) from every excerpt it cites,
     None for the rest (left to the other checks). A claim restates its evidence, so it should sit at
@@ -159,9 +166,7 @@ async def similarity_verdicts(claims: list[Claim], embed: Embed, floor: float) -
         texts.append(claim.claim_text)
         texts += [b.evidence_excerpt for b in claim.evidence_bindings]
         spans.append((start, len(texts)))
-    raw = np.asarray(await embed(texts), dtype=np.float32)
-    # Not in place: through Ray the rows arrive as a read-only, zero-copy view of the object store.
-    vectors = raw / np.maximum(np.linalg.norm(raw, axis=1, keepdims=True), 1e-9)
+    vectors = await unit_rows(embed, texts)
     verdicts: dict[str, bool | None] = {}
     for claim, (start, end) in zip(claims, spans, strict=True):
         nearest = float(np.max(vectors[start:end] @ vectors[start - 1])) if end > start else -1.0
