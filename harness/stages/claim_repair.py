@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from harness.contracts import Claim, EvidenceBinding, ExecutorEvidence
 from harness.model import Message
 from harness.prompts import render
+from harness.routing import Embed
 from harness.stages.answer import merge_repeats
 from harness.stages.base import RunContext, StageError, call_model, extract_json
 from harness.stages.support_check import claim_support, unit_rows
@@ -47,19 +48,17 @@ class _Reading:
     on_topic: dict[str, list[EvidenceBinding]]  # each claim's runbook citations related to the question
 
 
-async def _read(ctx: RunContext, claims: list[Claim], floor: float) -> _Reading:
+async def _read(embed: Embed, question: str, claims: list[Claim], floor: float) -> _Reading:
     """One embedding call: the question, each claim, each claim's excerpts."""
-    texts = [ctx.question]
+    texts = [question]
     bounds: list[tuple[int, int]] = []
     for claim in claims:
         texts.append(claim.claim_text)
         start = len(texts)
         texts += [b.evidence_excerpt for b in claim.evidence_bindings]
         bounds.append((start, len(texts)))
-    vectors = await unit_rows(ctx.embed, texts) if ctx.embed is not None else None
+    vectors = await unit_rows(embed, texts)
     reading = _Reading(set(), {})
-    if vectors is None:
-        return reading
     for claim, (start, end) in zip(claims, bounds, strict=True):
         own = vectors[start - 1]
         if float(own @ vectors[0]) > float((vectors[start:end] @ own).max()):
@@ -101,7 +100,7 @@ async def repair_claims(ctx: RunContext, draft: ExecutorEvidence, components: li
     citing_runbooks = [c for c in draft.claims if _runbook_bindings(c)]
     if ctx.embed is None or not citing_runbooks:
         return draft  # without the embedder neither an echo nor a runbook's relevance can be told
-    reading = await _read(ctx, citing_runbooks, ctx.settings.verifier_min_similarity)
+    reading = await _read(ctx.embed, ctx.question, citing_runbooks, ctx.settings.verifier_min_similarity)
     broken = {c.claim_id for c in citing_runbooks if claim_support(c, components) is False} | reading.echoes
     repaired: list[dict[str, str]] = []
     claims: list[Claim] = []
