@@ -31,6 +31,8 @@ class Span:
     tool_name: str
     call_id: str
     text: str
+    # A runbook sentence from the section that describes the alert itself (it restates the question).
+    describes_symptoms: bool = False
 
 
 def _sentences(text: str) -> list[str]:
@@ -50,10 +52,10 @@ def _describes_symptoms(block: dict[str, object]) -> bool:
     return bool(_SYMPTOM_SECTION.search(section))
 
 
-def _entry_spans(entry: LedgerEntry) -> list[tuple[str, str]]:
+def _entry_spans(entry: LedgerEntry) -> list[tuple[str, str, bool]]:
     if entry.result.status != "success":
         return []
-    spans: list[tuple[str, str]] = []
+    spans: list[tuple[str, str, bool]] = []
     blocks = [b for b in entry.result.output.get("evidence") or [] if isinstance(b, dict)]
     if entry.tool_name == "lookup_knowledge":
         blocks.sort(key=_describes_symptoms)  # stable: the search's order otherwise
@@ -62,24 +64,28 @@ def _entry_spans(entry: LedgerEntry) -> list[tuple[str, str]]:
             continue
         key, text = str(block["key"]), str(block["text"])
         if entry.tool_name == "lookup_knowledge":
-            spans += [(key, s) for s in _sentences(text)[:SPANS_PER_RUNBOOK_BLOCK]]
+            symptoms = _describes_symptoms(block)
+            spans += [(key, s, symptoms) for s in _sentences(text)[:SPANS_PER_RUNBOOK_BLOCK]]
         else:
-            spans.append((key, text[:SPAN_CHARS]))
+            spans.append((key, text[:SPAN_CHARS], False))
     return spans
 
 
 def build_catalog(ledger: dict[str, LedgerEntry], max_spans: int) -> list[Span]:
     per_call = [(entry, _entry_spans(entry)) for entry in ledger.values()]
-    picked: list[tuple[LedgerEntry, str, str]] = []
+    picked: list[tuple[LedgerEntry, str, str, bool]] = []
     depth = 0
     while len(picked) < max_spans and any(depth < len(spans) for _, spans in per_call):
         for entry, spans in per_call:
             if depth < len(spans) and len(picked) < max_spans:
-                key, text = spans[depth]
+                key, text, symptoms = spans[depth]
                 if not any(p[1] == key and p[2] == text for p in picked):
-                    picked.append((entry, key, text))
+                    picked.append((entry, key, text, symptoms))
         depth += 1
-    return [Span(f"E{n}", key, e.tool_name, e.tool_call_id, text) for n, (e, key, text) in enumerate(picked, 1)]
+    return [
+        Span(f"E{n}", key, e.tool_name, e.tool_call_id, text, symptoms)
+        for n, (e, key, text, symptoms) in enumerate(picked, 1)
+    ]
 
 
 def candidate_components(ledger: dict[str, LedgerEntry]) -> list[str]:

