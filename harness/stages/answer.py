@@ -30,6 +30,7 @@ ANSWER_VERSION = "executor_answer_v1"
 # A small model copies an evidence line with its label ("E3 [lookup_knowledge] ..."): the label is
 # the prompt's, not the finding's, and would fail the key-term check as a word no excerpt contains.
 _EVIDENCE_LABEL = re.compile(r"^\s*E\d+\s*\[[a-z_]+\]\s*")
+_REASON = re.compile(r"\s*\([^()]*\)\s*$")  # the reason missing_facts() appends
 MAX_CLAIMS = 3
 MAX_ROOT_CAUSES = 3
 CLAIM_TYPES = ("root_cause", "symptom", "contributing_factor", "observation")
@@ -116,7 +117,10 @@ def retry_text(retry: RetryContext | None, lang: str) -> str:
         if lang == "zh"
         else "A check of the previous answer found these facts unsupported:"
     )
-    return "\n".join([head, *[f"- {f}" for f in retry.missing_evidence_facts], retry.instruction])
+    # The facts without the verifier's reason ("… (no evidence found)"): a small model copied the
+    # reason into the claims it rewrote (seen on the retry of benchmark question q08).
+    facts = [_REASON.sub("", f) for f in retry.missing_evidence_facts]
+    return "\n".join([head, *[f"- {f}" for f in facts], retry.instruction])
 
 
 class AnswerError(ValueError):
