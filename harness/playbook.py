@@ -36,6 +36,8 @@ CATEGORY_QUERIES = {
 }
 
 
+QUESTION_CHARS = 500  # a lookup of the question itself gets this much of it
+
 # Without a skill: what any incident investigation starts with.
 DEFAULT_STEPS: list[tuple[str, dict[str, Any]]] = [
     ("rank_anomalies", {}),
@@ -45,7 +47,7 @@ DEFAULT_STEPS: list[tuple[str, dict[str, Any]]] = [
 
 
 def _variables(ctx: RunContext) -> dict[str, str]:
-    values = {"$question": ctx.question[:500]}
+    values = {"$question": ctx.question[:QUESTION_CHARS]}
     for entry in reversed(list(ctx.boundary.ledger.values())):
         ranking = entry.result.output.get("ranking") if entry.tool_name == "rank_anomalies" else None
         if ranking:

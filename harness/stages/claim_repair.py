@@ -29,11 +29,13 @@ from typing import Any
 from harness.contracts import Claim, EvidenceBinding, ExecutorEvidence
 from harness.evidence_catalog import Span
 from harness.model import Message
+from harness.playbook import QUESTION_CHARS
 from harness.prompts import render
 from harness.routing import Embed
 from harness.stages.answer import merge_repeats
 from harness.stages.base import RunContext, StageError, call_model, extract_json
-from harness.stages.support_check import claim_support, unit_rows
+from harness.stages.support_check import claim_support, content_overlap, unit_rows
+from harness.tools.base import LedgerEntry
 
 RUNBOOK_TOOL = "lookup_knowledge"
 REPAIR_SCHEMA = {
@@ -43,6 +45,7 @@ REPAIR_SCHEMA = {
     "additionalProperties": False,
 }
 NEAREST_SENTENCES = 2
+MIN_RESTATED = 1 / 3  # the share of a rewrite's content words that must come from its sources
 
 
 def _cites_runbook(claim: Claim) -> bool:
@@ -70,16 +73,33 @@ class _Reading:
     nearest: list[EvidenceBinding]  # diagnosis/mitigation sentences of the runbook nearest the question
 
 
-def _related_runbooks(runbook: list[Span], to_question: Any, floor: float) -> set[str]:
-    """The runbooks the question is about: those with a sentence in the evidence list (its symptom
-    section included: it describes the alert) within ``floor`` of the question. A runbook's diagnosis
-    sentence alone often sits below the bar ("Run SLOWLOG GET …" for a Redis latency question: 0.195)
-    while its symptom sentence, which describes the alert, clears it (0.339)."""
-    return {_document(span.key) for span, sim in zip(runbook, to_question, strict=True) if float(sim) >= floor}
+def _question_runbooks(ledger: dict[str, LedgerEntry], question: str) -> set[str]:
+    """The runbooks the question is about: for each lookup of the question itself, the runbook of its
+    top block when that runbook also holds at least half the blocks it returned. A specific question
+    gets a focused answer (a Redis latency question: three blocks, all of the Redis runbook, whose
+    diagnosis sentence alone sits below the cosine bar); a generic one ("users see errors or slow
+    responses; find the root cause", the RCA cases) gets a spread of runbooks, none of which it is
+    about, and their advice is no finding (measured: rewritten from such a spread, a network-delay
+    fault's finding became "Long-running UPDATE blocks every writer of a hot row")."""
+    about: set[str] = set()
+    for entry in ledger.values():
+        if entry.tool_name != RUNBOOK_TOOL or entry.result.status != "success":
+            continue
+        if entry.args.get("query") != question[:QUESTION_CHARS]:
+            continue  # a lookup for a category or a model's own query: not the question's runbook
+        blocks = [b for b in entry.result.output.get("evidence") or [] if isinstance(b, dict) and b.get("key")]
+        documents = [_document(str(b["key"])) for b in blocks]
+        if documents and 2 * documents.count(documents[0]) >= len(documents):
+            about.add(documents[0])
+    return about
 
 
-async def _read(embed: Embed, question: str, claims: list[Claim], runbook: list[Span], floor: float) -> _Reading:
-    """One embedding call: the question, the run's runbook sentences, each claim and its excerpts."""
+async def _read(
+    embed: Embed, question: str, claims: list[Claim], runbook: list[Span], related: set[str], floor: float
+) -> _Reading:
+    """One embedding call: the question, the run's runbook sentences, each claim and its excerpts.
+    A cited runbook sentence is related to the question when its runbook is one the question is about
+    (``related``) or it is itself within ``floor`` of the question."""
     texts = [question, *(s.text for s in runbook)]
     bounds: list[tuple[int, int]] = []
     for claim in claims:
@@ -89,7 +109,6 @@ async def _read(embed: Embed, question: str, claims: list[Claim], runbook: list[
         bounds.append((start, len(texts)))
     vectors = await unit_rows(embed, texts)
     to_question = vectors[1 : 1 + len(runbook)] @ vectors[0]
-    related = _related_runbooks(runbook, to_question, floor)
     reading = _Reading(set(), {}, _nearest(runbook, to_question, related))
     for claim, (start, end) in zip(claims, bounds, strict=True):
         own = vectors[start - 1]
@@ -105,13 +124,13 @@ async def _read(embed: Embed, question: str, claims: list[Claim], runbook: list[
 
 
 def _nearest(runbook: list[Span], to_question: Any, related: set[str]) -> list[EvidenceBinding]:
-    """The diagnosis and mitigation sentences of the related runbook nearest the question, nearest
-    first: a finding read from one runbook, not stitched from several."""
+    """The diagnosis and mitigation sentences of the runbook the question is about, nearest the
+    question first: a finding read from one runbook, not stitched from several."""
     order = sorted(range(len(runbook)), key=lambda i: -float(to_question[i]))
     for i in order:
         document = _document(runbook[i].key)
         if document not in related:
-            break  # the rest are further still
+            continue
         picked = [
             runbook[j] for j in order if _document(runbook[j].key) == document and not runbook[j].describes_symptoms
         ]
@@ -136,10 +155,14 @@ async def _rewrite(ctx: RunContext, bindings: list[EvidenceBinding]) -> str | No
             json_schema=REPAIR_SCHEMA,
             budget="claim_repair",
         )
-        text = str(extract_json(response.text).get("finding", "")).strip()
+        text = str(extract_json(response.text).get("finding", "")).strip()[:200]
     except (StageError, ValueError):
         return None  # the claim stays as drafted; the verifier decides
-    return text[:200] or None
+    # A restatement shares its sources' words; one that does not is the model's own text (the 0.5B
+    # once answered with the prompt's last sentence, "No causes, numbers or conclusions of your own").
+    if content_overlap(text, " ".join(evidence.lower().split())) < MIN_RESTATED:
+        return None
+    return text
 
 
 def _broken(claim: Claim, supported: bool | None, echo: bool) -> bool:
@@ -162,7 +185,9 @@ async def repair_claims(
     symptoms = {(s.key, s.text) for s in runbook if s.describes_symptoms}
     if ctx.embed is None or not (runbook or any(_cites_runbook(c) for c in draft.claims)):
         return draft  # without the embedder neither an echo nor a runbook's relevance can be told
-    reading = await _read(ctx.embed, ctx.question, draft.claims, runbook, ctx.settings.verifier_min_similarity)
+    related = _question_runbooks(ctx.boundary.ledger, ctx.question)
+    floor = ctx.settings.verifier_min_similarity
+    reading = await _read(ctx.embed, ctx.question, draft.claims, runbook, related, floor)
     broken = {
         c.claim_id for c in draft.claims if _broken(c, claim_support(c, components), c.claim_id in reading.echoes)
     }
