@@ -15,7 +15,17 @@ from typing import Any
 
 from harness.prompts import prompt
 
-STAGES = ("router", "planner", "executor", "executor_contract", "answer", "verifier", "verifier_contract")
+STAGES = (
+    "router",
+    "planner",
+    "executor",
+    "executor_contract",
+    "answer",
+    "claim_repair",
+    "claim_repair_ask",
+    "verifier",
+    "verifier_contract",
+)
 WITHHELD = "[withheld: this text repeated the service's own instructions]"
 _WORD = re.compile(r"[a-z0-9_]+")
 _CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
