@@ -27,6 +27,7 @@ from harness.contracts import (
     VerifierOutput,
 )
 from harness.instruction_guard import quotes_instructions
+from harness.stages.support_check import content_overlap
 from harness.tools.base import EVIDENCE_TOOLS, LedgerEntry
 
 SOURCE_TYPES = {
@@ -162,6 +163,7 @@ def report(
         gap = REMOVED[lang] if supported else UNSUPPORTED[lang]
         return fallback("INSUFFICIENT_EVIDENCE", lang, [], verdict, [gap], [], ledger, None)
     dropped = len(claims) < len(evidence.claims)
+    said = _said(claims)
     analysis = [
         AnalysisItem(
             id=f"A-{n:03d}",
@@ -172,20 +174,31 @@ def report(
         for n, c in enumerate(claims, 1)
     ]
     summary = evidence.diagnosis_summary.strip()
-    if dropped or not summary or quotes_instructions(summary):
-        # The conclusion restates what was released, not a draft that included dropped claims.
+    if dropped or not summary or quotes_instructions(summary) or not _rests_on(summary, said):
+        # The conclusion restates what was released, not a draft that included dropped claims or said
+        # more than the released claims and their evidence (the 0.5B's summaries add causes: "high
+        # request rates due to increased traffic" beside a claim about a deploy).
         lead = [c for c in claims if c.claim_type == "root_cause"] or claims
         summary = " ".join(c.claim_text.rstrip(".。") + ("。" if lang == "zh" else ".") for c in lead[:2])
     used = sorted({e.tool_name for e in ledger.values() if e.result.status == "success"})
     scope = ("证据来源：" if lang == "zh" else "Evidence from: ") + (", ".join(used) or NONE[lang])
-    actions = [a.action_text for a in evidence.recommended_actions if not quotes_instructions(a.action_text)]
+    # Actions and recommendations come from the released claims: one whose words are not mostly in
+    # them or their evidence is the model's own advice ("Deploy the payment-service service to improve
+    # its performance" for a 5xx-after-deploy question) and is not released.
+    actions = [
+        a.action_text
+        for a in evidence.recommended_actions
+        if not quotes_instructions(a.action_text) and _rests_on(a.action_text, said)
+    ]
     payload = DiagnosisReportPayload(
         report=Report(
             conclusion=Conclusion(text=summary, based_on_analysis_ids=[a.id for a in analysis]),
             analysis=analysis,
             action_plan=actions,
             recommendations=[
-                h.hypothesis_text for h in evidence.hypotheses if not quotes_instructions(h.hypothesis_text)
+                h.hypothesis_text
+                for h in evidence.hypotheses
+                if not quotes_instructions(h.hypothesis_text) and _rests_on(h.hypothesis_text, said)
             ],
             limitations=Limitations(
                 scope=scope, missing_info=[m for m in evidence.missing_info if not quotes_instructions(m)]
@@ -195,6 +208,21 @@ def report(
         root_causes=root_causes(evidence, claims),
     )
     return Release("DIAGNOSIS_REPORT", payload, "SUCCESS", summary, summary)
+
+
+# The share of a conclusion's or action's content words that must occur in the released claims or
+# their cited evidence for it to be released as written.
+RESTS_ON = 0.5
+
+
+def _said(claims: list[Claim]) -> str:
+    """The released claims and their cited excerpts, normalised: what a conclusion may rest on."""
+    texts = [c.claim_text for c in claims] + [b.evidence_excerpt for c in claims for b in c.evidence_bindings]
+    return " ".join(" ".join(texts).lower().split())
+
+
+def _rests_on(text: str, said: str) -> bool:
+    return content_overlap(text, said) >= RESTS_ON
 
 
 BACKED = ("direct_evidence", "indirect_support")

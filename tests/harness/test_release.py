@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.contracts import Claim, EvidenceBinding, ExecutorEvidence, FactChecked, VerifierOutput
+from harness.contracts import Claim, EvidenceBinding, ExecutorEvidence, FactChecked, RecommendedAction, VerifierOutput
 from harness.stages.release import UNSUPPORTED, report
 
 
@@ -55,3 +55,29 @@ def test_a_pass_releases_just_the_claims_left_standing() -> None:
     assert release.content_type == "DIAGNOSIS_REPORT"
     texts = [a.text for a in release.payload.report.analysis]  # type: ignore[union-attr]
     assert texts == ["consumers slowed down"]
+
+
+def test_a_conclusion_or_action_that_says_more_than_the_released_claims_is_not_released() -> None:
+    """Conclusion, actions and recommendations come from the released claims: the draft's summary and
+    advice are kept when their words are mostly those of the claims and their evidence, else the
+    conclusion restates the claims and the advice is dropped."""
+    grounded = ExecutorEvidence(
+        diagnosis_summary="cartservice call latency rose from 0.005 s to 0.257 s: consumers slowed down.",
+        claims=[_claim(1, "consumers slowed down")],
+        user_facing_answer="",
+        recommended_actions=[
+            RecommendedAction(action_text="Check why cartservice call latency rose", reason="", evidence_bindings=[]),
+            RecommendedAction(
+                action_text="Deploy the payment-service service to improve its performance",
+                reason="",
+                evidence_bindings=[],
+            ),
+        ],
+    )
+    kept = report(grounded, {}, "en", None)
+    assert kept.conclusion == grounded.diagnosis_summary
+    assert kept.payload.report.action_plan == ["Check why cartservice call latency rose"]  # type: ignore[union-attr]
+    invented = grounded.model_copy(
+        update={"diagnosis_summary": "High CPU usage due to increased traffic and network latency."}
+    )
+    assert report(invented, {}, "en", None).conclusion == "consumers slowed down."
