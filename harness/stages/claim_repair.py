@@ -26,7 +26,8 @@ embedder nothing is repaired.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+import numpy as np
 
 from harness.contracts import Claim, EvidenceBinding, ExecutorEvidence
 from harness.evidence_catalog import Span
@@ -125,7 +126,7 @@ async def _read(
     return reading
 
 
-def _nearest(runbook: list[Span], to_question: Any, related: set[str]) -> list[EvidenceBinding]:
+def _nearest(runbook: list[Span], to_question: np.ndarray, related: set[str]) -> list[EvidenceBinding]:
     """The diagnosis and mitigation sentences of the runbook the question is about, nearest the
     question first: a finding read from one runbook, not stitched from several."""
     order = sorted(range(len(runbook)), key=lambda i: -float(to_question[i]))
@@ -162,7 +163,7 @@ async def _rewrite(ctx: RunContext, bindings: list[EvidenceBinding]) -> str | No
         return None  # the claim stays as drafted; the verifier decides
     # A restatement shares its sources' words; one that does not is the model's own text (the 0.5B
     # once answered with the prompt's last sentence, "No causes, numbers or conclusions of your own").
-    if content_overlap(text, " ".join(evidence.lower().split())) < MIN_RESTATED:
+    if content_overlap(text, evidence) < MIN_RESTATED:
         return None
     return text
 

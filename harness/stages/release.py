@@ -216,9 +216,8 @@ RESTS_ON = 0.5
 
 
 def _said(claims: list[Claim]) -> str:
-    """The released claims and their cited excerpts, normalised: what a conclusion may rest on."""
-    texts = [c.claim_text for c in claims] + [b.evidence_excerpt for c in claims for b in c.evidence_bindings]
-    return " ".join(" ".join(texts).lower().split())
+    """The released claims and their cited excerpts: what a conclusion may rest on."""
+    return " ".join([c.claim_text for c in claims] + [b.evidence_excerpt for c in claims for b in c.evidence_bindings])
 
 
 def _rests_on(text: str, said: str) -> bool:

@@ -106,7 +106,6 @@ def _says_something(text: str, terms: list[re.Pattern[str]]) -> bool:
 
 # Words a claim's meaning does not rest on (English; a CJK claim is read by character pairs).
 _STOPWORDS = _FILLER | {
-    "this",
     "these",
     "those",
     "which",
@@ -168,8 +167,9 @@ def content_words(text: str) -> set[str]:
 
 
 def content_overlap(text: str, cited: str) -> float:
-    """The share of a text's content words that occur in ``cited`` (normalised)."""
+    """The share of a text's content words that occur in ``cited`` (any case and spacing)."""
     words = content_words(text)
+    cited = _norm(cited)
     return sum(w in cited for w in words) / len(words) if words else 0.0
 
 
