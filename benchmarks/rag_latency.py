@@ -11,9 +11,10 @@ The one-at-a-time baseline of the embedder deployment runs on a deployment whose
 (``embed_batch_wait_s: 0``): with the default 10 ms wait every lone call would pay it, which is the
 batcher's cost, not what batching saves. The default deployment's lone-call rate is reported beside it.
 
-With ``--baseline REF`` the same index is also searched by the lookup code of git revision REF, in
-rounds that alternate with this code's (each round a fresh process on the same Milvus Lite file), so
-the two p50s compare side by side in one run.
+With ``--baseline REF`` the same chunks and vectors are also indexed by the store code of git revision
+REF (the schema, analysers included, is part of what a lookup costs) and searched by its lookup code, in
+rounds that alternate with this code's (each round a fresh process on its version's Milvus Lite file),
+so the two p50s compare side by side in one run.
 
     python benchmarks/rag_latency.py [--chunks 20000] [--queries 200] [--baseline REF]
 """
@@ -41,10 +42,9 @@ sys.path.insert(0, str(ROOT))
 
 from deployments.provenance import stamp  # noqa: E402
 from rag.chunking import Chunk, chunk_document, chunk_file  # noqa: E402
-from rag.embedding import Encoded, Usem3Embedder  # noqa: E402
+from rag.embedding import Usem3Embedder  # noqa: E402
 from rag.ingest import find_documents  # noqa: E402
 from rag.settings import SearchSettings  # noqa: E402
-from rag.store import KnowledgeStore  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 
@@ -174,6 +174,37 @@ def deployment_throughput(texts: list[str]) -> dict[str, float]:
     return {"seq": seq, **out}
 
 
+# Indexes the chunks and vectors (two files) with the store code on PYTHONPATH, as ingestion does:
+# documents replaced 500 at a time, then flushed and loaded.
+BUILDER = """
+import json, sys, time
+import numpy as np
+from rag.chunking import Chunk
+from rag.embedding import Encoded
+from rag.store import KnowledgeStore
+
+db, collection, chunk_file, vector_file = sys.argv[1:5]
+chunks = [Chunk(**c) for c in json.load(open(chunk_file, encoding="utf-8"))]
+vectors = np.load(vector_file)
+store = KnowledgeStore(db, collection, vectors.shape[1])
+start = time.perf_counter()
+by_doc = {}
+for i, c in enumerate(chunks):
+    by_doc.setdefault(c.doc_id, []).append(i)
+batch = []
+for ids in by_doc.values():
+    batch.append((chunks[ids[0]].doc_id, [chunks[i] for i in ids], Encoded(vectors[ids])))
+    if len(batch) == 500:
+        store.replace_documents(batch)
+        batch = []
+store.replace_documents(batch)
+store.finish_ingest()
+print("INSERT_S " + json.dumps(time.perf_counter() - start))
+print("COUNT " + json.dumps(store.count()))
+store.close()
+"""
+
+
 # Runs in a fresh process with PYTHONPATH at one code version; it uses only the lookup API that the
 # compared versions share (KnowledgeStore, KnowledgeLookupService, SearchSettings().fusion).
 TIMER = """
@@ -213,22 +244,28 @@ print("ATTEMPTS " + json.dumps([a for _, a in timed]))
 """
 
 
-def timed_lookups(code: Path, db: str, collection: str, qfile: Path) -> list[tuple[float, int]]:
-    """(latency ms, searches run) per lookup of the code at ``code`` on the index at ``db``, in a process
-    of its own. A lookup runs one search per attempt until one is usable."""
-    env = {**os.environ, "PYTHONPATH": str(code)}
+def run_at(code: Path, script: str, *args: str) -> dict[str, Any]:
+    """Run ``script`` in a fresh process with the code at ``code`` on its path; its ``NAME json`` lines."""
     done = subprocess.run(
-        [sys.executable, "-c", TIMER, db, collection, str(qfile)],
+        [sys.executable, "-c", script, *args],
         cwd=code,
-        env=env,
+        env={**os.environ, "PYTHONPATH": str(code)},
         capture_output=True,
         text=True,
         check=True,
     )
-    lines = done.stdout.splitlines()
-    times = json.loads(next(x for x in lines if x.startswith("TIMES ")).removeprefix("TIMES "))
-    attempts = json.loads(next(x for x in lines if x.startswith("ATTEMPTS ")).removeprefix("ATTEMPTS "))
-    return [(float(t), int(a)) for t, a in zip(times, attempts, strict=True)]
+    return {
+        name: json.loads(value)
+        for name, _, value in (x.partition(" ") for x in done.stdout.splitlines())
+        if name.isupper() and value
+    }
+
+
+def timed_lookups(code: Path, db: str, collection: str, qfile: Path) -> list[tuple[float, int]]:
+    """(latency ms, searches run) per lookup of the code at ``code`` on the index at ``db``, in a process
+    of its own. A lookup runs one search per attempt until one is usable."""
+    out = run_at(code, TIMER, db, collection, str(qfile))
+    return [(float(t), int(a)) for t, a in zip(out["TIMES"], out["ATTEMPTS"], strict=True)]
 
 
 def attempt_figures(timed: list[tuple[float, int]]) -> dict[str, float]:
@@ -271,29 +308,14 @@ def main() -> None:
     unbatched, batched = embed_throughput(embedder, qs, max_batch)
 
     with tempfile.TemporaryDirectory(prefix="rl-") as tmp:
-        store = KnowledgeStore(str(Path(tmp) / "m.db"), "bench", embedder.dim)
         start = time.perf_counter()
         vectors = np.concatenate([embedder.embed_sync(texts[i : i + 64]) for i in range(0, len(texts), 64)])
         embed_s = time.perf_counter() - start
-        by_doc: dict[str, list[int]] = {}
-        for i, c in enumerate(chunks):
-            by_doc.setdefault(c.doc_id, []).append(i)
-        start = time.perf_counter()
-        batch = []
-        for ids in by_doc.values():
-            batch.append((chunks[ids[0]].doc_id, [chunks[i] for i in ids], Encoded(vectors[ids])))
-            if len(batch) == 500:
-                store.replace_documents(batch)
-                batch = []
-        store.replace_documents(batch)
-        store.finish_ingest()
-        insert_s = time.perf_counter() - start
-        indexed = store.count()
-
-        store.close()
+        chunks_path, vectors_path = Path(tmp) / "chunks.json", Path(tmp) / "vectors.npy"
+        chunks_path.write_text(json.dumps([dataclasses.asdict(c) for c in chunks], ensure_ascii=False), "utf-8")
+        np.save(vectors_path, vectors)
         qfile = Path(tmp) / "queries.json"
         qfile.write_text(json.dumps(qs, ensure_ascii=False), encoding="utf-8")
-        db = str(Path(tmp) / "m.db")
         versions = {"current": ROOT}
         if args.baseline:
             base_dir = Path(tmp) / "baseline"
@@ -301,9 +323,16 @@ def main() -> None:
             versions["baseline"] = base_dir
         runs: dict[str, list[tuple[float, int]]] = {name: [] for name in versions}
         try:
+            # Each version indexes the same chunks and vectors with its own store code, then searches
+            # its own index.
+            built = {
+                name: run_at(code, BUILDER, str(Path(tmp) / f"{name}.db"), "bench", str(chunks_path), str(vectors_path))
+                for name, code in versions.items()
+            }
+            insert_s, indexed = built["current"]["INSERT_S"], built["current"]["COUNT"]
             for _ in range(args.rounds):
                 for name, code in versions.items():
-                    runs[name] += timed_lookups(code, db, "bench", qfile)
+                    runs[name] += timed_lookups(code, str(Path(tmp) / f"{name}.db"), "bench", qfile)
         finally:
             if args.baseline:
                 subprocess.run(

@@ -149,8 +149,28 @@ def test_outdated_collection_is_refused_then_rebuilt_by_ingest(tmp_path: Path) -
     with pytest.raises(RuntimeError, match="raydiag ingest"):
         KnowledgeStore(uri, "kb", 4)
     store = KnowledgeStore(uri, "kb", 4, rebuild_outdated=True)
-    assert store.rebuilt and {"text_en", "cjk_share"} <= store._fields() and store.count() == 0
+    fields = {f["name"] for f in store.client.describe_collection("kb")["fields"]}
+    assert store.rebuilt and {"text_en", "cjk_share"} <= fields and store.count() == 0
     store.close()
+
+
+def test_a_collection_analysed_the_old_way_is_refused_then_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its BM25 postings (stop words, punctuation) were made by the old analyser: only a rebuild changes them.
+    import rag.store
+    from rag.store import KnowledgeStore
+
+    uri = str(tmp_path / "old.db")
+    with monkeypatch.context() as m:
+        m.setattr(rag.store, "ZH_ANALYZER", {"tokenizer": "jieba"})
+        KnowledgeStore(uri, "kb", 4).close()
+    with pytest.raises(RuntimeError, match=r"text analyser\): rebuild it with `raydiag ingest"):
+        KnowledgeStore(uri, "kb", 4)
+    store = KnowledgeStore(uri, "kb", 4, rebuild_outdated=True)
+    assert store.rebuilt
+    store.close()
+    KnowledgeStore(uri, "kb", 4).close()  # what ingest rebuilt opens as it is
 
 
 def test_script_aware_fusion_lets_dense_decide_across_languages() -> None:

@@ -89,6 +89,15 @@ def test_chunks_store_their_writing_system(store: KnowledgeStore) -> None:
     assert min(shares["hikaricp-pool-exhaustion-zh"]) >= 0.5 and max(shares["hikaricp-pool-exhaustion"]) < 0.05
 
 
+def test_stop_words_and_punctuation_match_nothing(store: KnowledgeStore, embedder: Usem3Embedder) -> None:
+    # In the index they were postings in nearly every chunk: BM25 time spent on words that rank nothing.
+    v = embedder.embed_sync(["x"])[0]
+    for query in ("the of and to is", "的了是，。？", "( ) . , :"):
+        assert store.rank(query, v, "bm25", 5) == [], query
+    assert store.rank("the HikariCP pool", v, "bm25", 5)[0].doc_id.startswith("hikaricp-pool-exhaustion")
+    assert store.rank("的连接池耗尽", v, "bm25", 5)[0].doc_id.startswith("hikaricp-pool-exhaustion-zh")
+
+
 async def test_search_modes_differ_and_filters_apply(store: KnowledgeStore, embedder: Usem3Embedder) -> None:
     q = "No space left on device"
     v = embedder.embed_sync([q])[0]
