@@ -12,10 +12,11 @@ from __future__ import annotations
 import string
 from typing import Any
 
-# Lucene's English stop set: the words Milvus's "_english_" names.
+# Lucene's English stop set (the words Milvus's "_english_" names) less "no" and "not": an error message
+# turns on them ("No space left on device", "404 Not Found", "no route to host"), and so does a claim.
 ENGLISH_STOP_WORDS = (
-    "a an and are as at be but by for if in into is it no not of on or such that the their then there "
-    "these they this to was will with"
+    "a an and are as at be but by for if in into is it of on or such that the their then there these they "
+    "this to was will with"
 ).split()
 
 # Single characters that jieba emits as tokens of their own: ASCII and CJK punctuation.
