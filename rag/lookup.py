@@ -238,8 +238,12 @@ class KnowledgeLookupService:
         cut = Cut()
         if kept and self.s.relative_cutoff > 0:
             floor = max(h.score for h in kept) * self.s.relative_cutoff
-            cut.below_cutoff = sum(h.score < floor for h in kept)
-            kept = [h for h in kept if h.score >= floor]
+            # Another section of a document that has a block above the floor stays: the question's
+            # words match a runbook's symptom section best, its diagnosis and mitigation sections are
+            # what the agent needs (stop-word-free BM25 scores are peaked enough to cut them).
+            above = {h.doc_id for h in kept if h.score >= floor}
+            cut.below_cutoff = sum(h.score < floor and h.doc_id not in above for h in kept)
+            kept = [h for h in kept if h.score >= floor or h.doc_id in above]
         cut.block_cap_dropped = max(0, len(kept) - self.s.max_blocks)
         out: list[Hit] = []
         used = 0
