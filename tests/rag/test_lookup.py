@@ -109,8 +109,12 @@ async def test_search_modes_differ_and_filters_apply(store: KnowledgeStore, embe
     # Both single lists put the two disk-full runbooks first; the fusion keeps that consensus on top.
     assert keys["bm25"][:2] == keys["dense"][:2] == keys["hybrid"][:2]
     assert {k.split("#")[0] for k in keys["hybrid"][:2]} == {"disk-full-zh", "node-disk-full"}
-    # Below it the three rankings differ: the modes are really different searches.
-    assert len({tuple(v) for v in keys.values()}) == 3
+    # Below it the modes are different searches: BM25 returns only the chunks that hold the query's
+    # words, dense the nearest chunks whatever their words, hybrid ranks by the fused score.
+    deep = {mode: store.search(q, v, mode, 10, None) for mode in ("bm25", "dense", "hybrid")}
+    assert len(deep["bm25"]) < 10 == len(deep["dense"]) == len(deep["hybrid"])
+    assert keys["bm25"] != keys["dense"]
+    assert [h.score for h in deep["hybrid"]] != [h.score for h in deep["dense"]]
     only_jvm = store.search(q, v, "hybrid", 5, ["jvm"])
     assert only_jvm and all(h.domain == "jvm" for h in only_jvm)
     with pytest.raises(ValueError):
