@@ -18,7 +18,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from rag.analysers import ANALYSED_FIELDS, EN_ANALYZER, ZH_ANALYZER
+from rag.analysers import ANALYSED_FIELDS
 from rag.chunking import Chunk
 from rag.embedding import Encoded
 from rag.script import cjk_share, matchable
@@ -224,8 +224,8 @@ class KnowledgeStore:
         s = self.chunk_schema()
         # Two analysed copies of the text, one BM25 index each (rag/analysers.py): jieba for Chinese,
         # the standard tokenizer for English (SciFact BM25 nDCG@10 0.639 → 0.646 at 700-char chunks).
-        s.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT, enable_analyzer=True, analyzer_params=ZH_ANALYZER)
-        s.add_field("text_en", DataType.VARCHAR, max_length=MAX_TEXT, enable_analyzer=True, analyzer_params=EN_ANALYZER)
+        for name, params in ANALYSED_FIELDS.items():  # "text" (jieba), "text_en" (standard)
+            s.add_field(name, DataType.VARCHAR, max_length=MAX_TEXT, enable_analyzer=True, analyzer_params=params)
         s.add_field("dense", DataType.FLOAT_VECTOR, dim=self.dim)
         s.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
         s.add_field("sparse_en", DataType.SPARSE_FLOAT_VECTOR)

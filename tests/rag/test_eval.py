@@ -163,7 +163,7 @@ def test_a_collection_analysed_the_old_way_is_refused_then_rebuilt(
 
     uri = str(tmp_path / "old.db")
     with monkeypatch.context() as m:
-        m.setattr(rag.store, "ZH_ANALYZER", {"tokenizer": "jieba"})
+        m.setattr(rag.store, "ANALYSED_FIELDS", {**rag.store.ANALYSED_FIELDS, "text": {"tokenizer": "jieba"}})
         KnowledgeStore(uri, "kb", 4).close()
     with pytest.raises(RuntimeError, match=r"text analyser\): rebuild it with `raydiag ingest"):
         KnowledgeStore(uri, "kb", 4)
