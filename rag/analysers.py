@@ -1,4 +1,5 @@
-"""How the knowledge collection's two BM25 fields analyse text, with every stop word written out.
+"""How the knowledge collection's two BM25 fields analyse text, with every stop word written out, and
+how BM25 scores the English one.
 
 Milvus Lite 3.2 takes a stop filter's list literally: ``["_english_"]`` drops only the token
 "_english_", and jieba keeps punctuation ("，", "。", ".", "(") as tokens. So the index held a posting
@@ -43,3 +44,11 @@ EN_ANALYZER: dict[str, Any] = {
     ],
 }
 ANALYSED_FIELDS: dict[str, dict[str, Any]] = {"text": ZH_ANALYZER, "text_en": EN_ANALYZER}
+
+# BM25's term-frequency saturation (k1) and length normalisation (b) for the English field, chosen on
+# SciFact's *train* queries (benchmarks/retrieval_eval.py; a plateau at b 0.3-0.5 for k1 0.9-1.5, the
+# defaults 1.5 / 0.75 below it): chunks run from a heading's few words to 1,500 characters, and full
+# length normalisation ranked a long chunk that holds every query word under a short one that holds one.
+# The jieba field keeps Milvus's defaults: no Chinese training split to choose by (CMRC2018 reports).
+BM25_SCORING: dict[str, dict[str, float]] = {"sparse_en": {"bm25_k1": 0.9, "bm25_b": 0.5}}
+DEFAULT_BM25_SCORING = {"bm25_k1": 1.5, "bm25_b": 0.75}  # Milvus's, for a field not named above

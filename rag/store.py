@@ -18,7 +18,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from rag.analysers import ANALYSED_FIELDS
+from rag.analysers import ANALYSED_FIELDS, BM25_SCORING, DEFAULT_BM25_SCORING
 from rag.chunking import Chunk
 from rag.embedding import Encoded
 from rag.script import cjk_share, matchable
@@ -202,7 +202,16 @@ class KnowledgeStore:
                 got = json.loads(got)
             if got is not None and got != params:
                 out.append(f"{name} analyser")
+        for field in ("sparse", "sparse_en"):
+            if field in fields and self._bm25_scoring(field) != BM25_SCORING.get(field, DEFAULT_BM25_SCORING):
+                out.append(f"{field} BM25 parameters")
         return out
+
+    def _bm25_scoring(self, field: str) -> dict[str, float]:
+        """The k1 and b a BM25 index scores with (Milvus Lite reports them nested under "params")."""
+        info = self.client.describe_index(self.collection, field) or {}
+        got = info.get("params") if isinstance(info.get("params"), dict) else info
+        return {k: float(got.get(k, v)) for k, v in DEFAULT_BM25_SCORING.items()}
 
     def _ensure(self, rebuild_outdated: bool) -> None:
         from pymilvus import DataType, Function, FunctionType
@@ -237,8 +246,13 @@ class KnowledgeStore:
             )
         idx = c.prepare_index_params()
         idx.add_index("dense", index_type="HNSW", metric_type="IP", params={"M": 16, "efConstruction": 200})
-        idx.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-        idx.add_index("sparse_en", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        for field in ("sparse", "sparse_en"):
+            scoring = BM25_SCORING.get(field, DEFAULT_BM25_SCORING)
+            # pymilvus sends index parameters as keys of their own, which a Milvus server reads and Milvus
+            # Lite 3.2 drops; both read them from a JSON "params" key. So they go both ways.
+            idx.add_index(
+                field, index_type="SPARSE_INVERTED_INDEX", metric_type="BM25", params={**scoring, "params": scoring}
+            )
         if self.lexical:
             idx.add_index("lexical", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
         c.create_collection(self.collection, schema=s, index_params=idx)

@@ -198,3 +198,40 @@ def test_script_aware_fusion_leaves_one_language_alone() -> None:
         blind = fuse({"dense": d, "bm25": b}, FusionSettings(script_aware=False), 5, q_cjk)
         assert [(r.key, r.score) for r in aware] == [(r.key, pytest.approx(r.score)) for r in blind]
         assert aware[0].key == "c"
+
+
+def test_the_english_bm25_parameters_take_effect_and_an_index_without_them_is_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pymilvus sends index parameters as keys Milvus Lite drops: the store's k1 and b must reach the index
+    # (the scores move) and an index scored with Milvus's defaults must be rebuilt, not silently kept.
+    import rag.store
+    from rag.chunking import chunk_document
+    from rag.embedding import Encoded
+    from rag.store import KnowledgeStore
+
+    texts = ["disk full on the node", "the disk is failing: disk errors, disk retries, slow writes everywhere"]
+    chunks = [
+        c for i, t in enumerate(texts) for c in chunk_document(f"d{i}", t, domain="eval", source=f"d{i}", title=f"t{i}")
+    ]
+    vectors = Encoded(np.eye(len(chunks), 4, dtype=np.float32))
+
+    def scores(store: KnowledgeStore) -> list[tuple[str, float]]:
+        store.insert_chunks(chunks, vectors)
+        store.finish_ingest()
+        hits = store._ranked(["disk errors"], "sparse_en", {"metric_type": "BM25"}, 5, None)
+        return [(h.doc_id, round(h.score, 4)) for h in hits]
+
+    old_uri = str(tmp_path / "old.db")
+    with monkeypatch.context() as m:
+        m.setattr(rag.store, "BM25_SCORING", {})  # Milvus's defaults, as every index had before
+        old = KnowledgeStore(old_uri, "kb", 4)
+        before = scores(old)
+        old.close()
+    with pytest.raises(RuntimeError, match=r"sparse_en BM25 parameters\): rebuild it"):
+        KnowledgeStore(old_uri, "kb", 4)
+    new = KnowledgeStore(str(tmp_path / "new.db"), "kb", 4)
+    assert new._bm25_scoring("sparse_en") == {"bm25_k1": 0.9, "bm25_b": 0.5}
+    after = scores(new)
+    new.close()
+    assert [d for d, _ in after] == [d for d, _ in before] and after != before
