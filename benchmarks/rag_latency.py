@@ -223,8 +223,8 @@ store = KnowledgeStore(db, collection, emb.dim)
 async def embed(t):
     return emb.encode_sync(t)
 
-async def search(q, v, lex, mode, k, d):
-    return store.search(q, v, mode, k, d, fusion, lex)
+async def search(q, v, lex, mode, k, d, *gloss):  # a version with the gloss list passes its vector
+    return store.search(q, v, mode, k, d, fusion, lex, *gloss)
 
 async def run(batch):
     svc = KnowledgeLookupService(embed, search)

@@ -38,10 +38,12 @@ CROSSLINGUAL = ROOT / "benchmarks" / "data" / "crosslingual_queries.jsonl"
 
 def variants(configured: FusionSettings) -> dict[str, FusionSettings]:
     """Fusions scored beside the configured one on the same index: the configured fusion without the
-    script weighting (the default before it), and plain RRF(60) with equal weights."""
+    gloss list (the default before it), without the script weighting and the gloss list (the default
+    before both), and plain RRF(60) of the dense and BM25 lists with equal weights."""
     return {
-        "no_script": configured.model_copy(update={"script_aware": False}),
-        "rrf60": FusionSettings(method="rrf", k=60, dense_weight=1.0, bm25_weight=1.0, script_aware=False),
+        "no_gloss": configured.model_copy(update={"gloss": False}),
+        "no_script": configured.model_copy(update={"script_aware": False, "gloss": False}),
+        "rrf60": FusionSettings(method="rrf", k=60, dense_weight=1.0, bm25_weight=1.0, script_aware=False, gloss=False),
     }
 
 

@@ -95,8 +95,9 @@ def _lookup(
         mode: SearchMode,
         limit: int,
         domains: list[str] | None,
+        gvec: np.ndarray | None,
     ) -> list[Hit]:
-        return await search.search.remote(query, qvec, qlex, mode, limit, domains)
+        return await search.search.remote(query, qvec, qlex, mode, limit, domains, gvec)
 
     s = cfg.search
     settings = LookupSettings(
@@ -106,6 +107,7 @@ def _lookup(
         context_char_budget=s.context_char_budget,
         relative_cutoff=s.relative_cutoff,
         keyword_standout=s.keyword_standout,
+        gloss=s.fusion.gloss,
     )
     return KnowledgeLookupService(embed, run_search, settings)
 

@@ -35,9 +35,12 @@ class SearchDeployment:
         mode: SearchMode,
         limit: int,
         domains: list[str] | None,
+        gvec: np.ndarray | None = None,
     ) -> list[Hit]:
         async with self._one_at_a_time():
-            return await asyncio.to_thread(self.store.search, query, qvec, mode, limit, domains, self.fusion, qlex)
+            return await asyncio.to_thread(
+                self.store.search, query, qvec, mode, limit, domains, self.fusion, qlex, gvec
+            )
 
     async def count(self) -> int:
         async with self._one_at_a_time():

@@ -19,6 +19,7 @@ from typing import Any
 
 from rag.chunking import Chunk, chunk_document
 from rag.embedding import Embedder, Encoded
+from rag.gloss import gloss
 from rag.store import FusionSettings, KnowledgeStore, SearchMode
 
 MODES: tuple[SearchMode, ...] = ("dense", "bm25", "hybrid")
@@ -149,12 +150,21 @@ async def run_queries(
     enc = Encoded.concat(
         [await embedder.encode([data.queries[q] for q in qids[i : i + 64]]) for i in range(0, len(qids), 64)]
     )
+    # A Chinese query is also searched with its English gloss appended (rag/gloss.py), as the lookup does.
+    glossed = {q: f"{data.queries[q]} {g}" for q in qids if (g := gloss(data.queries[q]))}
+    gids = list(glossed)
+    genc = Encoded.concat(
+        [await embedder.encode([glossed[q] for q in gids[i : i + 64]]) for i in range(0, len(gids), 64)]
+    )
+    gvecs = {q: genc.dense[i] for i, q in enumerate(gids)}
     runs: list[tuple[str, SearchMode, FusionSettings | None]] = [("dense", "dense", None), ("bm25", "bm25", None)]
     runs += [(name, "hybrid", f) for name, f in fusions.items()]
     for n, qid in enumerate(qids, 1):
         qlex = enc.lexical[n - 1] if enc.lexical is not None else None
         for name, mode, fusion in runs:
-            ranked = store.rank(data.queries[qid], enc.dense[n - 1], mode, CANDIDATES, fusion=fusion, qlex=qlex)
+            ranked = store.rank(
+                data.queries[qid], enc.dense[n - 1], mode, CANDIDATES, fusion=fusion, qlex=qlex, gvec=gvecs.get(qid)
+            )
             out[name][qid] = [id_map[d] for d in doc_ranking([r.doc_id for r in ranked])]
         if progress and (n % 50 == 0 or n == len(qids)):
             _progress("query", n, len(qids))

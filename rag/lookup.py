@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag.embedding import Encoded
+from rag.gloss import gloss
 from rag.results import AttemptName, BlockScore, L0Hints, LookupOutcome, RetrievalAttempt, RetrievalDetails
 from rag.script import cjk_share, matchable
 from rag.store import Hit, SearchMode, confidence
@@ -65,6 +66,8 @@ class LookupSettings:
     relative_cutoff: float = RELATIVE_CUTOFF
     # A keyword-only attempt is usable when its best hit's z-score within its list reaches this.
     keyword_standout: float = KEYWORD_STANDOUT
+    # Embed a Chinese query's English gloss too, for the hybrid search's gloss list (search.fusion.gloss).
+    gloss: bool = True
 
 
 def l0_hints(query: str) -> L0Hints:
@@ -109,8 +112,12 @@ class Cut:
 
 
 Embed = Callable[[list[str]], Awaitable[Encoded]]
-# (query, dense query vector, lexical weights or None, mode, limit, domain filter) -> hits
-Search = Callable[[str, np.ndarray, dict[int, float] | None, SearchMode, int, list[str] | None], Awaitable[list[Hit]]]
+# (query, dense query vector, lexical weights or None, mode, limit, domain filter, the query embedded with
+# its English gloss or None) -> hits
+Search = Callable[
+    [str, np.ndarray, dict[int, float] | None, SearchMode, int, list[str] | None, np.ndarray | None],
+    Awaitable[list[Hit]],
+]
 
 
 class KnowledgeLookupService:
@@ -129,6 +136,7 @@ class KnowledgeLookupService:
         selected: Selected | None = None,
         error: str | None = None,
         failed: bool = False,
+        gloss: str = "",
     ) -> LookupOutcome:
         """``failed``: the search itself failed (``ERROR``); an ``error`` without it is the caller's
         (an empty query: no evidence)."""
@@ -177,6 +185,7 @@ class KnowledgeLookupService:
             attempts=attempts,
             selected_attempt=picked.name,
             l0_hints=hints,
+            query_gloss=gloss,
             sources=[h.doc_id for h in kept],
             retrieved_domains=list(dict.fromkeys(h.domain for h in kept)),
             evidence_keys=[h.key for h in kept],
@@ -291,13 +300,16 @@ class KnowledgeLookupService:
             query = query[:MAX_QUERY_CHARS]  # long pasted logs: the head carries the question
         attempts: list[RetrievalAttempt] = []
         selected: Selected | None = None
+        # A Chinese question read with its English gloss too (rag/gloss.py): one embedding call for both.
+        glossed = gloss(query) if self.s.gloss and self.s.mode == "hybrid" else ""
         try:
-            enc = await self.embed([query])
+            enc = await self.embed([query, f"{query} {glossed}"] if glossed else [query])
             qvec = enc.dense[0]
             qlex = enc.lexical[0] if enc.lexical else None
+            gvec = enc.dense[1] if glossed else None
             for name, mode, domains in self._plans(hints):
                 start = time.perf_counter()
-                found = await self.search(query, qvec, qlex, mode, self.s.top_k, domains)
+                found = await self.search(query, qvec, qlex, mode, self.s.top_k, domains, gvec)
                 top = max((h.similarity for h in found), default=None)
                 usable = self._usable(name, query, found)
                 attempts.append(
@@ -315,6 +327,11 @@ class KnowledgeLookupService:
         except Exception as err:  # Milvus or the embedder down: an error value for the agent
             log.warning("lookup failed: %s", err)
             return self._outcome(
-                tool_call_id, hints, attempts, error=f"knowledge search unavailable: {type(err).__name__}", failed=True
+                tool_call_id,
+                hints,
+                attempts,
+                error=f"knowledge search unavailable: {type(err).__name__}",
+                failed=True,
+                gloss=glossed,
             )
-        return self._outcome(tool_call_id, hints, attempts, selected)
+        return self._outcome(tool_call_id, hints, attempts, selected, gloss=glossed)

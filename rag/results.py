@@ -69,6 +69,7 @@ class RetrievalDetails(_Strict):
     attempts: list[RetrievalAttempt]
     selected_attempt: AttemptName | None
     l0_hints: L0Hints
+    query_gloss: str = ""  # the English gloss searched beside a Chinese query (rag/gloss.py); "" for none
     sources: list[str]
     retrieved_domains: list[str] = Field(default_factory=list)  # of the returned blocks, best block first
     evidence_keys: list[str]

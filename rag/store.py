@@ -52,6 +52,9 @@ class Candidate(NamedTuple):
 
 
 KEYWORD_LISTS = ("bm25", "lexical")
+# Lists weighed by writing system (with ``script_aware``): the keyword lists match the query's own words;
+# the gloss list (a Chinese query read with its English gloss) matches as an English query would.
+SCRIPTED_LISTS = (*KEYWORD_LISTS, "gloss")
 PROFILE_DEPTH = 10  # dense hits whose writing system script-aware fusion reads (rag/script.py)
 
 
@@ -99,6 +102,12 @@ class FusionSettings(BaseModel):
         "its script is among those documents. A Chinese question whose nearest runbooks are English is "
         "decided by the dense list; monolingual queries are unchanged (store.script_weights).",
     )
+    gloss: bool = Field(
+        default=True,
+        description="Search a Chinese query's English dictionary gloss too (rag/gloss.py): the query with its "
+        "gloss appended, embedded, is a second dense list at the dense weight, weighed like a keyword list "
+        "by how much of the nearest documents are written in Latin script (none: no weight).",
+    )
 
 
 def confidence(scores: np.ndarray) -> float:
@@ -133,8 +142,14 @@ def fuse(
 
     With ``fusion.script_aware`` and the query's CJK share, a keyword list's weight is scaled by its
     ``reach`` and each keyword hit by how common its script is among the dense list's nearest
-    documents, relative to the commonest (``script_weights``)."""
-    weights = {"dense": fusion.dense_weight, "bm25": fusion.bm25_weight, "lexical": fusion.lexical_weight}
+    documents, relative to the commonest (``script_weights``). The gloss list (an English reading of a
+    Chinese query) weighs the same way as an all-Latin query would."""
+    weights = {
+        "dense": fusion.dense_weight,
+        "bm25": fusion.bm25_weight,
+        "lexical": fusion.lexical_weight,
+        "gloss": fusion.dense_weight,  # the same question, read with its gloss: as much as the dense list
+    }
     dense = {c.key: c.score for c in lists.get("dense", [])}
     if len(lists) == 1:
         ((mode, items),) = lists.items()
@@ -147,13 +162,13 @@ def fuse(
         hi = float(scores.max()) if len(items) else 0.0
         lo = float(scores.min()) if len(items) else 0.0
         weight = weights[mode] * (confidence(scores) if fusion.method == "score" else 1.0)
-        keyword = by_script and mode in KEYWORD_LISTS
-        if keyword:
-            weight *= reach
+        scripted = by_script and mode in SCRIPTED_LISTS
+        if scripted:
+            weight *= script_weights(lists["dense"], 0.0)[1] if mode == "gloss" else reach
         for i, c in enumerate(items, 1):
             r = acc.setdefault(c.key, Ranked(c.key, c.doc_id, 0.0, {}, dense.get(c.key)))
             w = weight
-            if keyword and c.cjk_share is not None:
+            if scripted and c.cjk_share is not None:
                 # Relative to the nearest documents' main script: in a bilingual knowledge base whose
                 # nearest runbooks are half Chinese, half English, neither script loses weight.
                 share = cjk_first if c.cjk_share >= 0.5 else 1.0 - cjk_first
@@ -402,8 +417,10 @@ class KnowledgeStore:
         domains: list[str] | None = None,
         fusion: FusionSettings | None = None,
         qlex: dict[int, float] | None = None,
+        gvec: np.ndarray | None = None,
     ) -> list[Ranked]:
-        """Candidate keys best first, with each mode's rank and score (no text: see ``search``)."""
+        """Candidate keys best first, with each mode's rank and score (no text: see ``search``). ``gvec``:
+        the query embedded with its English gloss (rag/gloss.py), a second dense list in hybrid mode."""
         expr = domain_filter(domains)
         fusion = fusion or FusionSettings()
         # Hybrid lists go deeper than the result: fusion normalises over them, so the depth is fixed
@@ -411,10 +428,11 @@ class KnowledgeStore:
         depth = max(limit, fusion.depth) if mode == "hybrid" else limit
         lists: dict[str, list[Candidate]] = {}
         script = mode == "hybrid" and fusion.script_aware  # a keyword list alone keeps its own order
+        ann = {"metric_type": "IP", "params": {"ef": max(64, depth)}}
         if mode in ("dense", "hybrid"):
-            lists["dense"] = self._ranked(
-                [qvec.tolist()], "dense", {"metric_type": "IP", "params": {"ef": max(64, depth)}}, depth, expr, script
-            )
+            lists["dense"] = self._ranked([qvec.tolist()], "dense", ann, depth, expr, script)
+        if mode == "hybrid" and fusion.gloss and gvec is not None:
+            lists["gloss"] = self._ranked([gvec.tolist()], "dense", ann, depth, expr, script)
         if mode in ("bm25", "hybrid") and query.strip():
             field = "sparse" if _CJK.search(query) else "sparse_en"  # the analyser that fits the query's script
             lists["bm25"] = self._ranked([query], field, {"metric_type": "BM25"}, depth, expr, script)
@@ -442,9 +460,10 @@ class KnowledgeStore:
         domains: list[str] | None = None,
         fusion: FusionSettings | None = None,
         qlex: dict[int, float] | None = None,
+        gvec: np.ndarray | None = None,
     ) -> list[Hit]:
         """Ranked hits with their text and dense similarity to the query (the quality gate's input)."""
-        ranked = self.rank(query, qvec, mode, limit, domains, fusion, qlex)
+        ranked = self.rank(query, qvec, mode, limit, domains, fusion, qlex, gvec)
         # One query for the top hits' text and vectors: a second round trip for only the vectors the
         # dense list did not already score cost more than decoding them (p50 67 vs 49 ms, 20k chunks).
         rows = self.fetch([r.key for r in ranked])

@@ -200,6 +200,26 @@ def test_script_aware_fusion_leaves_one_language_alone() -> None:
         assert aware[0].key == "c"
 
 
+def test_the_gloss_list_counts_where_the_nearest_documents_are_english() -> None:
+    # A Chinese question; its own embedding puts a near-miss English runbook first, the question read
+    # with its English gloss puts the right one first.
+    q_cjk = 0.9
+    dense = [Candidate("near", "near", 0.62, 0.0), Candidate("right", "right", 0.60, 0.0)]
+    dense += [Candidate(f"en{i}", f"en{i}", 0.5 - i * 0.02, 0.0) for i in range(8)]
+    gloss = [Candidate("right", "right", 0.75, 0.0), Candidate("near", "near", 0.55, 0.0)]
+    gloss += [Candidate(f"en{i}", f"en{i}", 0.5 - i * 0.02, 0.0) for i in range(8)]
+    with_gloss = fuse({"dense": dense, "gloss": gloss}, FusionSettings(), 5, q_cjk)
+    assert fuse({"dense": dense}, FusionSettings(), 5, q_cjk)[0].key == "near"
+    assert with_gloss[0].key == "right" and with_gloss[0].ranks == {"dense": 2, "gloss": 1}
+    # The same lists over Chinese prose without a Latin word: an English reading matches nothing there,
+    # so the gloss list has no weight and the question's own list decides.
+    zh = {name: [c._replace(cjk_share=1.0) for c in items] for name, items in (("dense", dense), ("gloss", gloss))}
+    assert fuse(zh, FusionSettings(), 5, q_cjk)[0].key == "near"
+    assert [r.key for r in fuse(zh, FusionSettings(), 5, q_cjk)] == [
+        r.key for r in fuse({"dense": zh["dense"]}, FusionSettings(), 5, q_cjk)
+    ]
+
+
 def test_the_english_bm25_parameters_take_effect_and_an_index_without_them_is_rebuilt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -38,8 +38,8 @@ def service(store: KnowledgeStore, embedder: Usem3Embedder, **kw: Any) -> Knowle
     async def embed(texts: list[str]) -> Encoded:
         return embedder.encode_sync(texts)
 
-    async def search(q: str, v: np.ndarray, lex: Any, mode: Any, k: int, d: list[str] | None) -> Any:
-        return store.search(q, v, mode, k, d, qlex=lex)
+    async def search(q: str, v: np.ndarray, lex: Any, mode: Any, k: int, d: list[str] | None, g: Any) -> Any:
+        return store.search(q, v, mode, k, d, qlex=lex, gvec=g)
 
     return KnowledgeLookupService(embed, search, LookupSettings(**kw))
 
@@ -197,7 +197,7 @@ async def test_the_cutoff_keeps_the_other_sections_of_a_runbook_above_it() -> No
     async def embed(texts: list[str]) -> Encoded:
         return Encoded(np.ones((len(texts), 4), dtype=np.float32))
 
-    async def search(q: str, v: Any, lex: Any, mode: str, k: int, d: list[str] | None) -> list[Hit]:
+    async def search(q: str, v: Any, lex: Any, mode: str, k: int, d: list[str] | None, g: Any) -> list[Hit]:
         return [hit("a#chunk-0", 1.0, 0.6), hit("b#chunk-0", 0.3, 0.4), hit("a#chunk-1", 0.2, 0.3)]
 
     d = (await KnowledgeLookupService(embed, search).lookup("why is it slow", "c")).retrieval_details
@@ -238,7 +238,7 @@ async def test_dense_only_attempt_when_fusion_buries_the_close_hits() -> None:
     async def embed(texts: list[str]) -> Encoded:
         return Encoded(np.ones((len(texts), 4), dtype=np.float32))
 
-    async def search(q: str, v: Any, lex: Any, mode: str, k: int, d: list[str] | None) -> list[Hit]:
+    async def search(q: str, v: Any, lex: Any, mode: str, k: int, d: list[str] | None, g: Any) -> list[Hit]:
         calls.append(mode)
         if mode == "dense":
             return [hit("a#chunk-0", 0.6, 0.6), hit("b#chunk-0", 0.3, 0.3)]
@@ -281,3 +281,30 @@ async def test_bad_inputs_become_values(store: Any, embedder: Any, tmp_path: Pat
     assert failed.retrieval_details["status"] == "FAILED" and failed.retrieval_details["attempts"] == []
     result = await LookupKnowledgeTool(broken).run({"query": "HikariCP"}, "c")
     assert result.status == "error" and result.retrieval["retrieval_details"]["evidence_status"] == "ERROR"
+
+
+async def test_a_chinese_question_is_searched_with_its_english_gloss(store: Any, embedder: Any) -> None:
+    # The hybrid search gets the question embedded with its gloss as well; the audit record says what
+    # the gloss was. An English question has none, and neither has a dense-only lookup.
+    seen: list[tuple[str, bool]] = []
+    svc = service(store, embedder)
+    inner = svc.search
+
+    async def search(q: str, v: Any, lex: Any, mode: Any, k: int, d: list[str] | None, g: Any) -> Any:
+        seen.append((mode, g is not None))
+        if g is not None:  # the second row of the one embedding call: the question and its gloss
+            assert not np.allclose(g, v)
+        return await inner(q, v, lex, mode, k, d, g)
+
+    svc.search = search
+    zh = await svc.lookup("数据库连接池耗尽，请求超时", "c")
+    assert seen[0] == ("hybrid", True) and "database" in zh.retrieval_details["query_gloss"].split()
+    assert zh.evidence_status == "EVIDENCE_FOUND"
+    seen.clear()
+    en = await svc.lookup("HikariCP connection pool exhausted", "c")
+    assert seen[0] == ("hybrid", False) and en.retrieval_details["query_gloss"] == ""
+    seen.clear()
+    dense = service(store, embedder, mode="dense")
+    dense.search = search
+    await dense.lookup("数据库连接池耗尽，请求超时", "c")
+    assert seen and all(mode == "dense" and not g for mode, g in seen)
