@@ -106,7 +106,8 @@ class FusionSettings(BaseModel):
         default=True,
         description="Search a Chinese query's English dictionary gloss too (rag/gloss.py): the query with its "
         "gloss appended, embedded, is a second dense list at the dense weight, weighed like a keyword list "
-        "by how much of the nearest documents are written in Latin script (none: no weight).",
+        "by how much an English reading can match in the nearest documents (none in Chinese prose without "
+        "a Latin word).",
     )
 
 
@@ -224,8 +225,9 @@ class KnowledgeStore:
 
     def _bm25_scoring(self, field: str) -> dict[str, float]:
         """The k1 and b a BM25 index scores with (Milvus Lite reports them nested under "params")."""
-        info = self.client.describe_index(self.collection, field) or {}
-        got = info.get("params") if isinstance(info.get("params"), dict) else info
+        info: dict[str, Any] = self.client.describe_index(self.collection, field) or {}
+        nested = info.get("params")
+        got = nested if isinstance(nested, dict) else info
         return {k: float(got.get(k, v)) for k, v in DEFAULT_BM25_SCORING.items()}
 
     def _ensure(self, rebuild_outdated: bool) -> None:
@@ -384,8 +386,15 @@ class KnowledgeStore:
     def _ranked(
         self, data: list[Any], field: str, params: dict[str, Any], limit: int, expr: str | None, script: bool = False
     ) -> list[Candidate]:
-        """One ANN or BM25 request; only key and doc_id come back (decoding vectors for every
-        candidate dominated lookup latency), and each chunk's CJK share for a keyword list."""
+        """One ANN or BM25 request for one query (``_ranked_each``)."""
+        return self._ranked_each(data, field, params, limit, expr, script)[0]
+
+    def _ranked_each(
+        self, data: list[Any], field: str, params: dict[str, Any], limit: int, expr: str | None, script: bool = False
+    ) -> list[list[Candidate]]:
+        """One ANN or BM25 request, a ranked list per query in ``data``; only key and doc_id come back
+        (decoding vectors for every candidate dominated lookup latency), and each chunk's CJK share for
+        script-aware fusion."""
         raw = self.client.search(
             self.collection,
             data=data,
@@ -399,13 +408,16 @@ class KnowledgeStore:
         # negative, so abs() is the score.
         bm25 = params.get("metric_type") == "BM25"
         return [
-            Candidate(
-                str(h[self.HIT_KEY]),
-                str(h["entity"]["doc_id"]),
-                abs(float(h["distance"])) if bm25 else float(h["distance"]),
-                float(h["entity"]["cjk_share"]) if script else None,
-            )
-            for h in raw[0]
+            [
+                Candidate(
+                    str(h[self.HIT_KEY]),
+                    str(h["entity"]["doc_id"]),
+                    abs(float(h["distance"])) if bm25 else float(h["distance"]),
+                    float(h["entity"]["cjk_share"]) if script else None,
+                )
+                for h in hits
+            ]
+            for hits in raw
         ]
 
     def rank(
@@ -430,9 +442,15 @@ class KnowledgeStore:
         script = mode == "hybrid" and fusion.script_aware  # a keyword list alone keeps its own order
         ann = {"metric_type": "IP", "params": {"ef": max(64, depth)}}
         if mode in ("dense", "hybrid"):
-            lists["dense"] = self._ranked([qvec.tolist()], "dense", ann, depth, expr, script)
-        if mode == "hybrid" and fusion.gloss and gvec is not None:
-            lists["gloss"] = self._ranked([gvec.tolist()], "dense", ann, depth, expr, script)
+            vectors = [qvec.tolist()]
+            if mode == "hybrid" and fusion.gloss and gvec is not None:
+                # One request for both: in Milvus Lite a request's fixed work (a pass over every row's
+                # version and tombstone) costs more than a second query vector does.
+                vectors.append(gvec.tolist())
+            found = self._ranked_each(vectors, "dense", ann, depth, expr, script)
+            lists["dense"] = found[0]
+            if len(found) > 1:
+                lists["gloss"] = found[1]
         if mode in ("bm25", "hybrid") and query.strip():
             field = "sparse" if _CJK.search(query) else "sparse_en"  # the analyser that fits the query's script
             lists["bm25"] = self._ranked([query], field, {"metric_type": "BM25"}, depth, expr, script)
