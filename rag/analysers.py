@@ -52,3 +52,8 @@ ANALYSED_FIELDS: dict[str, dict[str, Any]] = {"text": ZH_ANALYZER, "text_en": EN
 # The jieba field keeps Milvus's defaults: no Chinese training split to choose by (CMRC2018 reports).
 BM25_SCORING: dict[str, dict[str, float]] = {"sparse_en": {"bm25_k1": 0.9, "bm25_b": 0.5}}
 DEFAULT_BM25_SCORING = {"bm25_k1": 1.5, "bm25_b": 0.75}  # Milvus's, for a field not named above
+
+
+def bm25_scoring(field: str) -> dict[str, float]:
+    """The k1 and b a BM25 field is indexed with (and an existing index must have)."""
+    return BM25_SCORING.get(field, DEFAULT_BM25_SCORING)

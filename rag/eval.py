@@ -19,7 +19,7 @@ from typing import Any
 
 from rag.chunking import Chunk, chunk_document
 from rag.embedding import Embedder, Encoded
-from rag.gloss import gloss
+from rag.gloss import gloss, with_gloss
 from rag.store import FusionSettings, KnowledgeStore, SearchMode
 
 MODES: tuple[SearchMode, ...] = ("dense", "bm25", "hybrid")
@@ -99,6 +99,10 @@ def _progress(label: str, n: int, total: int) -> None:
     sys.stderr.flush()
 
 
+async def _encode(embedder: Embedder, texts: list[str], batch: int = 64) -> Encoded:
+    return Encoded.concat([await embedder.encode(texts[i : i + batch]) for i in range(0, len(texts), batch)])
+
+
 async def index_corpus(
     data: BeirDataset,
     store: KnowledgeStore,
@@ -125,9 +129,7 @@ async def index_corpus(
     for start in range(0, len(chunks), batch * 8):
         part = chunks[start : start + batch * 8]
         texts = [c.embed_text for c in part]
-        store.insert_chunks(
-            part, Encoded.concat([await embedder.encode(texts[i : i + batch]) for i in range(0, len(texts), batch)])
-        )
+        store.insert_chunks(part, await _encode(embedder, texts, batch))
         done += len(part)
         if progress:
             _progress("index", done, len(chunks))
@@ -147,16 +149,11 @@ async def run_queries(
     variants compare side by side); returns list name -> query id -> ranked dataset doc ids."""
     qids = list(data.queries)
     out: dict[str, dict[str, list[str]]] = {m: {} for m in ("dense", "bm25", *fusions)}
-    enc = Encoded.concat(
-        [await embedder.encode([data.queries[q] for q in qids[i : i + 64]]) for i in range(0, len(qids), 64)]
-    )
+    enc = await _encode(embedder, [data.queries[q] for q in qids])
     # A Chinese query is also searched with its English gloss appended (rag/gloss.py), as the lookup does.
-    glossed = {q: f"{data.queries[q]} {g}" for q in qids if (g := gloss(data.queries[q]))}
-    gids = list(glossed)
-    genc = Encoded.concat(
-        [await embedder.encode([glossed[q] for q in gids[i : i + 64]]) for i in range(0, len(gids), 64)]
-    )
-    gvecs = {q: genc.dense[i] for i, q in enumerate(gids)}
+    glossed = {q: with_gloss(data.queries[q], g) for q in qids if (g := gloss(data.queries[q]))}
+    genc = await _encode(embedder, list(glossed.values()))
+    gvecs = {q: genc.dense[i] for i, q in enumerate(glossed)}
     runs: list[tuple[str, SearchMode, FusionSettings | None]] = [("dense", "dense", None), ("bm25", "bm25", None)]
     runs += [(name, "hybrid", f) for name, f in fusions.items()]
     for n, qid in enumerate(qids, 1):

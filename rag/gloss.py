@@ -90,3 +90,8 @@ def gloss(text: str) -> str:
                 out += table[part]
                 glossed = True
     return " ".join(out) if glossed else ""
+
+
+def with_gloss(text: str, glossed: str) -> str:
+    """What the gloss list embeds: the text, then its gloss (the lookup and the evaluation alike)."""
+    return f"{text} {glossed}"

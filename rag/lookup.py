@@ -5,6 +5,7 @@ smaller evidence projection the agent sees. Failures come back as values, never 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag.embedding import Encoded
-from rag.gloss import gloss
+from rag.gloss import gloss, with_gloss
 from rag.results import AttemptName, BlockScore, L0Hints, LookupOutcome, RetrievalAttempt, RetrievalDetails
 from rag.script import cjk_share, matchable
 from rag.store import Hit, SearchMode, confidence
@@ -301,9 +302,11 @@ class KnowledgeLookupService:
         attempts: list[RetrievalAttempt] = []
         selected: Selected | None = None
         # A Chinese question read with its English gloss too (rag/gloss.py): one embedding call for both.
-        glossed = gloss(query) if self.s.gloss and self.s.mode == "hybrid" else ""
+        # In a thread: the first gloss of a process loads jieba and the dictionary (about a second), which
+        # would stall every stream on the ingress's event loop.
+        glossed = await asyncio.to_thread(gloss, query) if self.s.gloss and self.s.mode == "hybrid" else ""
         try:
-            enc = await self.embed([query, f"{query} {glossed}"] if glossed else [query])
+            enc = await self.embed([query, with_gloss(query, glossed)] if glossed else [query])
             qvec = enc.dense[0]
             qlex = enc.lexical[0] if enc.lexical else None
             gvec = enc.dense[1] if glossed else None

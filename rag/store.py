@@ -18,7 +18,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from rag.analysers import ANALYSED_FIELDS, BM25_SCORING, DEFAULT_BM25_SCORING
+from rag.analysers import ANALYSED_FIELDS, DEFAULT_BM25_SCORING, bm25_scoring
 from rag.chunking import Chunk
 from rag.embedding import Encoded
 from rag.script import cjk_share, matchable
@@ -55,6 +55,7 @@ KEYWORD_LISTS = ("bm25", "lexical")
 # Lists weighed by writing system (with ``script_aware``): the keyword lists match the query's own words;
 # the gloss list (a Chinese query read with its English gloss) matches as an English query would.
 SCRIPTED_LISTS = (*KEYWORD_LISTS, "gloss")
+BM25_FIELDS = ("sparse", "sparse_en")  # the BM25 outputs of the "text" (jieba) and "text_en" fields
 PROFILE_DEPTH = 10  # dense hits whose writing system script-aware fusion reads (rag/script.py)
 
 
@@ -157,6 +158,7 @@ def fuse(
         return [Ranked(c.key, c.doc_id, c.score, {mode: i}, dense.get(c.key)) for i, c in enumerate(items[:limit], 1)]
     by_script = fusion.script_aware and query_cjk is not None and "dense" in lists
     cjk_first, reach = script_weights(lists["dense"], query_cjk) if by_script and query_cjk is not None else (0.5, 1.0)
+    gloss_reach = script_weights(lists["dense"], 0.0)[1] if by_script and "gloss" in lists else 1.0
     acc: dict[str, Ranked] = {}
     for mode, items in lists.items():
         scores = np.asarray([c.score for c in items], dtype=np.float64)
@@ -165,7 +167,7 @@ def fuse(
         weight = weights[mode] * (confidence(scores) if fusion.method == "score" else 1.0)
         scripted = by_script and mode in SCRIPTED_LISTS
         if scripted:
-            weight *= script_weights(lists["dense"], 0.0)[1] if mode == "gloss" else reach
+            weight *= gloss_reach if mode == "gloss" else reach
         for i, c in enumerate(items, 1):
             r = acc.setdefault(c.key, Ranked(c.key, c.doc_id, 0.0, {}, dense.get(c.key)))
             w = weight
@@ -218,8 +220,8 @@ class KnowledgeStore:
                 got = json.loads(got)
             if got is not None and got != params:
                 out.append(f"{name} analyser")
-        for field in ("sparse", "sparse_en"):
-            if field in fields and self._bm25_scoring(field) != BM25_SCORING.get(field, DEFAULT_BM25_SCORING):
+        for field in BM25_FIELDS:
+            if field in fields and self._bm25_scoring(field) != bm25_scoring(field):
                 out.append(f"{field} BM25 parameters")
         return out
 
@@ -263,8 +265,8 @@ class KnowledgeStore:
             )
         idx = c.prepare_index_params()
         idx.add_index("dense", index_type="HNSW", metric_type="IP", params={"M": 16, "efConstruction": 200})
-        for field in ("sparse", "sparse_en"):
-            scoring = BM25_SCORING.get(field, DEFAULT_BM25_SCORING)
+        for field in BM25_FIELDS:
+            scoring = bm25_scoring(field)
             # pymilvus sends index parameters as keys of their own, which a Milvus server reads and Milvus
             # Lite 3.2 drops; both read them from a JSON "params" key. So they go both ways.
             idx.add_index(

@@ -225,7 +225,7 @@ def test_the_english_bm25_parameters_take_effect_and_an_index_without_them_is_re
 ) -> None:
     # pymilvus sends index parameters as keys Milvus Lite drops: the store's k1 and b must reach the index
     # (the scores move) and an index scored with Milvus's defaults must be rebuilt, not silently kept.
-    import rag.store
+    import rag.analysers
     from rag.chunking import chunk_document
     from rag.embedding import Encoded
     from rag.store import KnowledgeStore
@@ -244,7 +244,7 @@ def test_the_english_bm25_parameters_take_effect_and_an_index_without_them_is_re
 
     old_uri = str(tmp_path / "old.db")
     with monkeypatch.context() as m:
-        m.setattr(rag.store, "BM25_SCORING", {})  # Milvus's defaults, as every index had before
+        m.setattr(rag.analysers, "BM25_SCORING", {})  # Milvus's defaults, as every index had before
         old = KnowledgeStore(old_uri, "kb", 4)
         before = scores(old)
         old.close()
