@@ -138,36 +138,44 @@ def script_weights(dense: list[Candidate], query_cjk: float) -> tuple[float, flo
 
 
 def fuse(
-    lists: dict[str, list[Candidate]], fusion: FusionSettings, limit: int, query_cjk: float | None = None
+    lists: dict[str, list[Candidate]],
+    fusion: FusionSettings,
+    limit: int,
+    query_cjk: float | None = None,
+    readings: dict[str, float] | None = None,
 ) -> list[Ranked]:
     """Fuse the lists' candidates, best first. One list alone keeps its own order and scores.
 
     With ``fusion.script_aware`` and the query's CJK share, a keyword list's weight is scaled by its
     ``reach`` and each keyword hit by how common its script is among the dense list's nearest
     documents, relative to the commonest (``script_weights``). The gloss list (an English reading of a
-    Chinese query) weighs the same way as an all-Latin query would."""
+    Chinese query) weighs the same way as an all-Latin query would, and so does each list named in
+    ``readings`` (list name -> weight: other English readings a benchmark tries beside it, such as a
+    model's translation)."""
     weights = {
         "dense": fusion.dense_weight,
         "bm25": fusion.bm25_weight,
         "lexical": fusion.lexical_weight,
         "gloss": fusion.dense_weight,  # the same question, read with its gloss: as much as the dense list
+        **(readings or {}),
     }
+    english = {"gloss", *(readings or {})}
     dense = {c.key: c.score for c in lists.get("dense", [])}
     if len(lists) == 1:
         ((mode, items),) = lists.items()
         return [Ranked(c.key, c.doc_id, c.score, {mode: i}, dense.get(c.key)) for i, c in enumerate(items[:limit], 1)]
     by_script = fusion.script_aware and query_cjk is not None and "dense" in lists
     cjk_first, reach = script_weights(lists["dense"], query_cjk) if by_script and query_cjk is not None else (0.5, 1.0)
-    gloss_reach = script_weights(lists["dense"], 0.0)[1] if by_script and "gloss" in lists else 1.0
+    gloss_reach = script_weights(lists["dense"], 0.0)[1] if by_script and english & lists.keys() else 1.0
     acc: dict[str, Ranked] = {}
     for mode, items in lists.items():
         scores = np.asarray([c.score for c in items], dtype=np.float64)
         hi = float(scores.max()) if len(items) else 0.0
         lo = float(scores.min()) if len(items) else 0.0
         weight = weights[mode] * (confidence(scores) if fusion.method == "score" else 1.0)
-        scripted = by_script and mode in SCRIPTED_LISTS
+        scripted = by_script and (mode in SCRIPTED_LISTS or mode in english)
         if scripted:
-            weight *= gloss_reach if mode == "gloss" else reach
+            weight *= gloss_reach if mode in english else reach
         for i, c in enumerate(items, 1):
             r = acc.setdefault(c.key, Ranked(c.key, c.doc_id, 0.0, {}, dense.get(c.key)))
             w = weight
@@ -422,6 +430,53 @@ class KnowledgeStore:
             for hits in raw
         ]
 
+    def candidates(
+        self,
+        query: str,
+        qvec: np.ndarray,
+        mode: SearchMode,
+        limit: int,
+        domains: list[str] | None = None,
+        fusion: FusionSettings | None = None,
+        qlex: dict[int, float] | None = None,
+        gvec: np.ndarray | None = None,
+    ) -> dict[str, list[Candidate]]:
+        """The ranked lists ``rank`` fuses, by name (dense, gloss, bm25, lexical)."""
+        expr = domain_filter(domains)
+        fusion = fusion or FusionSettings()
+        # Hybrid lists go deeper than the result: fusion normalises over them, so the depth is fixed
+        # (the same for a lookup's 20 and an evaluation's 100).
+        depth = max(limit, fusion.depth) if mode == "hybrid" else limit
+        lists: dict[str, list[Candidate]] = {}
+        script = mode == "hybrid" and fusion.script_aware  # a keyword list alone keeps its own order
+        if mode in ("dense", "hybrid"):
+            vectors = [qvec]
+            if mode == "hybrid" and fusion.gloss and gvec is not None:
+                # One request for both: in Milvus Lite a request's fixed work (a pass over every row's
+                # version and tombstone) costs more than a second query vector does.
+                vectors.append(gvec)
+            found = self.dense_lists(vectors, depth, expr, script)
+            lists["dense"] = found[0]
+            if len(found) > 1:
+                lists["gloss"] = found[1]
+        if mode in ("bm25", "hybrid") and query.strip():
+            lists["bm25"] = self.bm25_list(query, depth, expr, script)
+        if mode == "hybrid" and self.lexical and qlex:
+            lists["lexical"] = self._ranked([qlex], "lexical", {"metric_type": "IP"}, depth, expr, script)
+        return lists
+
+    def dense_lists(
+        self, vectors: list[np.ndarray], depth: int, expr: str | None = None, script: bool = True
+    ) -> list[list[Candidate]]:
+        """The nearest chunks of each vector, in one request."""
+        ann = {"metric_type": "IP", "params": {"ef": max(64, depth)}}
+        return self._ranked_each([v.tolist() for v in vectors], "dense", ann, depth, expr, script)
+
+    def bm25_list(self, text: str, depth: int, expr: str | None = None, script: bool = True) -> list[Candidate]:
+        """BM25 over the field whose analyser fits the text's script (jieba for CJK, English otherwise)."""
+        field = "sparse" if _CJK.search(text) else "sparse_en"
+        return self._ranked([text], field, {"metric_type": "BM25"}, depth, expr, script)
+
     def rank(
         self,
         query: str,
@@ -435,29 +490,9 @@ class KnowledgeStore:
     ) -> list[Ranked]:
         """Candidate keys best first, with each mode's rank and score (no text: see ``search``). ``gvec``:
         the query embedded with its English gloss (rag/gloss.py), a second dense list in hybrid mode."""
-        expr = domain_filter(domains)
         fusion = fusion or FusionSettings()
-        # Hybrid lists go deeper than the result: fusion normalises over them, so the depth is fixed
-        # (the same for a lookup's 20 and an evaluation's 100).
-        depth = max(limit, fusion.depth) if mode == "hybrid" else limit
-        lists: dict[str, list[Candidate]] = {}
-        script = mode == "hybrid" and fusion.script_aware  # a keyword list alone keeps its own order
-        ann = {"metric_type": "IP", "params": {"ef": max(64, depth)}}
-        if mode in ("dense", "hybrid"):
-            vectors = [qvec.tolist()]
-            if mode == "hybrid" and fusion.gloss and gvec is not None:
-                # One request for both: in Milvus Lite a request's fixed work (a pass over every row's
-                # version and tombstone) costs more than a second query vector does.
-                vectors.append(gvec.tolist())
-            found = self._ranked_each(vectors, "dense", ann, depth, expr, script)
-            lists["dense"] = found[0]
-            if len(found) > 1:
-                lists["gloss"] = found[1]
-        if mode in ("bm25", "hybrid") and query.strip():
-            field = "sparse" if _CJK.search(query) else "sparse_en"  # the analyser that fits the query's script
-            lists["bm25"] = self._ranked([query], field, {"metric_type": "BM25"}, depth, expr, script)
-        if mode == "hybrid" and self.lexical and qlex:
-            lists["lexical"] = self._ranked([qlex], "lexical", {"metric_type": "IP"}, depth, expr, script)
+        lists = self.candidates(query, qvec, mode, limit, domains, fusion, qlex, gvec)
+        script = mode == "hybrid" and fusion.script_aware
         return fuse(lists, fusion, limit, cjk_share(query) if script else None)
 
     _FIELDS = ["key", "doc_id", "title", "heading", "text", "domain", "dense"]

@@ -114,21 +114,23 @@ def to_translate(docs: dict[str, tuple[str, str]], held: set[str]) -> list[tuple
     return sorted(out[:TRANSLATED])
 
 
-def translate(texts: list[str], model: str) -> list[str]:
+TO_CHINESE = (
+    "You translate operations documentation from English into Simplified Chinese.",
+    "把下面这段英文翻译成简体中文，只输出译文：",
+)
+
+
+def translate(texts: list[str], model: str, prompt: tuple[str, str] = TO_CHINESE, max_tokens: int = 300) -> list[str]:
+    """Each text translated by the model in var/models (temperature 0); ``prompt``: system message and
+    the instruction put before the text."""
     from vllm import LLM, SamplingParams
 
     llm = LLM(model=str(ROOT / "var" / "models" / model), max_model_len=2048, enforce_eager=True, seed=0)
+    system, instruction = prompt
     prompts = [
-        [
-            {
-                "role": "system",
-                "content": "You translate operations documentation from English into Simplified Chinese.",
-            },
-            {"role": "user", "content": f"把下面这段英文翻译成简体中文，只输出译文：\n\n{t}"},
-        ]
-        for t in texts
+        [{"role": "system", "content": system}, {"role": "user", "content": f"{instruction}\n\n{t}"}] for t in texts
     ]
-    outs = llm.chat(prompts, SamplingParams(temperature=0, max_tokens=300, repetition_penalty=1.05))
+    outs = llm.chat(prompts, SamplingParams(temperature=0, max_tokens=max_tokens, repetition_penalty=1.05))
     return [re.sub(r"\s+", " ", o.outputs[0].text).strip() for o in outs]
 
 

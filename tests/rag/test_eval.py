@@ -255,3 +255,26 @@ def test_the_english_bm25_parameters_take_effect_and_an_index_without_them_is_re
     after = scores(new)
     new.close()
     assert [d for d, _ in after] == [d for d, _ in before] and after != before
+
+
+def test_another_english_reading_is_weighed_like_the_gloss_list() -> None:
+    # The headroom benchmark fuses other readings of a question (a model's translation) by name and
+    # weight; each weighs as the gloss list does: full weight where the nearest documents are English,
+    # none over Chinese prose.
+    q_cjk = 0.9
+    dense = [Candidate("near", "near", 0.62, 0.0), Candidate("right", "right", 0.60, 0.0)]
+    dense += [Candidate(f"en{i}", f"en{i}", 0.5 - i * 0.02, 0.0) for i in range(8)]
+    reading = [Candidate("right", "right", 0.75, 0.0), Candidate("near", "near", 0.55, 0.0)]
+    reading += [Candidate(f"en{i}", f"en{i}", 0.5 - i * 0.02, 0.0) for i in range(8)]
+    f = FusionSettings()
+    as_gloss = fuse({"dense": dense, "gloss": reading}, f, 5, q_cjk)
+    as_reading = fuse({"dense": dense, "translation": reading}, f, 5, q_cjk, readings={"translation": f.dense_weight})
+    assert [(r.key, round(r.score, 9)) for r in as_reading] == [(r.key, round(r.score, 9)) for r in as_gloss]
+    assert as_reading[0].key == "right"
+    heavier = fuse({"dense": dense, "translation": reading}, f, 5, q_cjk, readings={"translation": 4 * f.dense_weight})
+    assert heavier[0].score > as_reading[0].score
+    zh = {
+        "dense": [c._replace(cjk_share=1.0) for c in dense],
+        "translation": [c._replace(cjk_share=1.0) for c in reading],
+    }
+    assert fuse(zh, f, 5, q_cjk, readings={"translation": 1.0})[0].key == "near"
