@@ -39,6 +39,7 @@ import make_crosslingual_set  # noqa: E402
 from retrieval_eval import crosslingual  # noqa: E402
 
 from deployments.config import load_config  # noqa: E402
+from deployments.llm import check_model_dir  # noqa: E402
 from deployments.provenance import stamp  # noqa: E402
 from rag.embedding import embedder_for  # noqa: E402
 from rag.eval import _encode, doc_ranking, index_corpus, ndcg_at  # noqa: E402
@@ -133,6 +134,7 @@ def main() -> None:
     args = parser.parse_args()
     cfg = load_config(None)
     model = args.model or cfg.llm.model.rsplit("/", 1)[-1]
+    check_model_dir(str(ROOT / "var" / "models" / model))  # a clear "run `raydiag models pull`" before vLLM starts
     data, halves = crosslingual()
     qids = list(data.queries)
     # The model first, in its own engine, before the index and the embedder take memory.
