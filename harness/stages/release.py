@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.contracts import (
+    ROOT_CAUSE_CATEGORIES,
     AnalysisItem,
     Claim,
     Conclusion,
@@ -39,6 +40,7 @@ SOURCE_TYPES = {
     "read_skill": "SKILL",
 }
 MAX_ROOT_CAUSES = 5
+RANKED_CANDIDATES = 3  # the anomaly ranking fills the candidates up to this many (the answer's own cap)
 
 TEMPLATES = {
     ("LOW_CONFIDENCE", "zh"): (
@@ -139,9 +141,14 @@ def supported_claims(evidence: ExecutorEvidence, verdict: VerifierOutput | None)
     return [c for c in evidence.claims if c.claim_text not in bad]
 
 
-def root_causes(evidence: ExecutorEvidence, claims: list[Claim]) -> list[RootCause]:
+def root_causes(evidence: ExecutorEvidence, claims: list[Claim], ledger: dict[str, LedgerEntry]) -> list[RootCause]:
     """The draft's candidates that rest on released claims, most likely first; one resting on no
-    root_cause claim is marked indirect."""
+    root_cause claim is marked indirect. Then, up to ``RANKED_CANDIDATES`` in all, the anomaly
+    ranking's services in its order, when a released claim cites that ranking: the ranking is the
+    tools' analysis and the claim put it in the report, and a small model names one service where
+    the ranking holds the next suspects (README "Root-cause accuracy": the ranking's top three held the
+    faulty service more often than the model's picks). Those are indirect, low confidence, resting on
+    the claims that cite the ranking."""
     by_id = {c.claim_id: c for c in claims}
     out: list[RootCause] = []
     for cause in evidence.root_causes:
@@ -150,7 +157,34 @@ def root_causes(evidence: ExecutorEvidence, claims: list[Claim]) -> list[RootCau
             continue
         indirect = not any(by_id[i].claim_type == "root_cause" for i in ids)
         out.append(cause.model_copy(update={"claim_ids": ids, "indirect": indirect}))
+    for call_id, ids in _citing(claims, ledger, "rank_anomalies").items():
+        for entry in ledger[call_id].result.output.get("ranking") or []:
+            service, category = str(entry.get("service") or ""), entry.get("suspected_category")
+            if len(out) >= RANKED_CANDIDATES:
+                break
+            if service and not any(c.component == service for c in out):
+                out.append(
+                    RootCause(
+                        component=service,
+                        category=category if category in ROOT_CAUSE_CATEGORIES else "unknown",
+                        confidence="low",
+                        claim_ids=ids,
+                        indirect=True,
+                    )
+                )
     return out[:MAX_ROOT_CAUSES]
+
+
+def _citing(claims: list[Claim], ledger: dict[str, LedgerEntry], tool: str) -> dict[str, list[str]]:
+    """The calls of ``tool`` that released claims cite -> those claims' ids, in citation order."""
+    found: dict[str, list[str]] = {}
+    for claim in claims:
+        for b in claim.evidence_bindings:
+            for cid in map(str, b.source_invocation_ids):
+                entry = ledger.get(cid)
+                if entry is not None and entry.tool_name == tool and claim.claim_id not in found.get(cid, []):
+                    found.setdefault(cid, []).append(claim.claim_id)
+    return found
 
 
 def report(
@@ -205,7 +239,7 @@ def report(
             ),
         ),
         references=_references(claims, ledger),
-        root_causes=root_causes(evidence, claims),
+        root_causes=root_causes(evidence, claims, ledger),
     )
     return Release("DIAGNOSIS_REPORT", payload, "SUCCESS", summary, summary)
 

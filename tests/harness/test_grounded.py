@@ -44,6 +44,7 @@ class Analyst:
         self.verdicts = list(verdicts)
         self.texts = list(texts) or ["{component} deviates first in the ranking"]
         self.requests: list[ModelRequest] = []
+        self.components: list[str] = []  # the answer schema's component enum: the ranking's services first
 
     def __call__(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
@@ -52,7 +53,8 @@ class Analyst:
         if "done" in props:
             return ModelResponse('{"done": true}', usage=usage)
         if "summary" in props:
-            component = _components(request)[0]
+            self.components = _components(request)
+            component = self.components[0]
             answer = {
                 "claims": [
                     {"type": "root_cause", "text": text.format(component=component), "evidence": [_aliases(request)[0]]}
@@ -91,8 +93,12 @@ async def test_a_grounded_report_on_a_real_fault(nezha_day: Path) -> None:
     content = next(e for e in events if isinstance(e, ContentEvent))
     assert content.content_type == "DIAGNOSIS_REPORT", event_data(content)
     payload = content.payload.model_dump()
-    assert [c["component"] for c in payload["root_causes"]] == ["currencyservice"]
-    assert payload["root_causes"][0]["claim_ids"] == ["claim-1"] and not payload["root_causes"][0]["indirect"]
+    causes = payload["root_causes"]
+    assert causes[0]["component"] == "currencyservice"
+    assert causes[0]["claim_ids"] == ["claim-1"] and not causes[0]["indirect"]
+    # The claim cites the anomaly ranking: its next services follow as the next suspects.
+    assert [c["component"] for c in causes[1:]] == [s for s in model.components if s != "currencyservice"][:2]
+    assert all(c["indirect"] and c["confidence"] == "low" and c["claim_ids"] == ["claim-1"] for c in causes[1:])
     # Routing and planning took no model call, and the claim's terms are all in its evidence: the rule
     # verified it, so the model only answered.
     assert {r.stage for r in model.requests} == {"executor"}

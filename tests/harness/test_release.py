@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from harness.contracts import Claim, EvidenceBinding, ExecutorEvidence, FactChecked, RecommendedAction, VerifierOutput
+from harness.contracts import (
+    Claim,
+    EvidenceBinding,
+    ExecutorEvidence,
+    FactChecked,
+    RecommendedAction,
+    RootCause,
+    VerifierOutput,
+)
 from harness.stages.release import UNSUPPORTED, report
+from harness.tools.base import LedgerEntry, ToolResult
 
 
 def _claim(n: int, text: str) -> Claim:
@@ -81,3 +90,54 @@ def test_a_conclusion_or_action_that_says_more_than_the_released_claims_is_not_r
         update={"diagnosis_summary": "High CPU usage due to increased traffic and network latency."}
     )
     assert report(invented, {}, "en", None).conclusion == "consumers slowed down."
+
+
+def _ranking_ledger() -> dict[str, LedgerEntry]:
+    ranking = [
+        {"rank": 1, "service": "cartservice", "suspected_category": "network"},
+        {"rank": 2, "service": "frontend", "suspected_category": "cpu"},
+        {"rank": 3, "service": "redis-cart", "suspected_category": "not-a-category"},
+        {"rank": 4, "service": "adservice", "suspected_category": "memory"},
+    ]
+    metrics = LedgerEntry("c2", "query_metrics", {"service": "frontend"}, ToolResult("success", {"series": []}), 1)
+    ranked = LedgerEntry("c1", "rank_anomalies", {}, ToolResult("success", {"ranking": ranking}), 1)
+    return {"c1": ranked, "c2": metrics}
+
+
+def _cause(component: str, *claim_ids: str) -> RootCause:
+    return RootCause(component=component, category="network", confidence="high", claim_ids=list(claim_ids))
+
+
+def test_the_anomaly_ranking_fills_the_candidates_after_the_models_pick() -> None:
+    """A small model names one service; a released claim cites the ranking, whose next services are
+    the next suspects: they follow the model's pick, indirect and low, resting on that claim."""
+    draft = DRAFT.model_copy(update={"root_causes": [_cause("frontend", "claim-1")]})
+    causes = report(draft, _ranking_ledger(), "en").payload.root_causes  # type: ignore[union-attr]
+    assert [(c.component, c.category, c.confidence, c.indirect) for c in causes] == [
+        ("frontend", "network", "high", False),
+        ("cartservice", "network", "low", True),
+        ("redis-cart", "unknown", "low", True),
+    ]
+    assert causes[1].claim_ids == ["claim-1", "claim-2"]  # both claims cite the ranking call
+    # With no pick of its own the model's report still names the ranking's suspects, in its order.
+    alone = report(DRAFT, _ranking_ledger(), "en").payload.root_causes  # type: ignore[union-attr]
+    assert [c.component for c in alone] == ["cartservice", "frontend", "redis-cart"]
+
+
+def test_the_ranking_adds_nothing_that_no_released_claim_cites() -> None:
+    # The only claim left standing cites query_metrics, not the ranking.
+    binding = (
+        DRAFT.claims[0]
+        .evidence_bindings[0]
+        .model_copy(
+            update={"tool_name": "query_metrics", "source_invocation_ids": ["c2"], "source_id": "metric:frontend"}
+        )
+    )
+    claim = DRAFT.claims[0].model_copy(update={"evidence_bindings": [binding]})
+    draft = DRAFT.model_copy(update={"claims": [claim], "root_causes": [_cause("frontend", "claim-1")]})
+    causes = report(draft, _ranking_ledger(), "en").payload.root_causes  # type: ignore[union-attr]
+    assert [c.component for c in causes] == ["frontend"]
+    # Nor when the model already named three.
+    three = [_cause(s, "claim-1") for s in ("adservice", "emailservice", "frontend")]
+    full = report(DRAFT.model_copy(update={"root_causes": three}), _ranking_ledger(), "en")
+    assert [c.component for c in full.payload.root_causes] == ["adservice", "emailservice", "frontend"]  # type: ignore[union-attr]
