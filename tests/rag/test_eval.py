@@ -200,14 +200,19 @@ def test_script_aware_fusion_leaves_one_language_alone() -> None:
         assert aware[0].key == "c"
 
 
-def test_the_gloss_list_counts_where_the_nearest_documents_are_english() -> None:
-    # A Chinese question; its own embedding puts a near-miss English runbook first, the question read
-    # with its English gloss puts the right one first.
-    q_cjk = 0.9
+def _near_and_right() -> tuple[list[Candidate], list[Candidate]]:
+    """A Chinese question's own dense list puts a near-miss English runbook first; an English reading
+    of it (the gloss, a translation) puts the right one first."""
     dense = [Candidate("near", "near", 0.62, 0.0), Candidate("right", "right", 0.60, 0.0)]
     dense += [Candidate(f"en{i}", f"en{i}", 0.5 - i * 0.02, 0.0) for i in range(8)]
-    gloss = [Candidate("right", "right", 0.75, 0.0), Candidate("near", "near", 0.55, 0.0)]
-    gloss += [Candidate(f"en{i}", f"en{i}", 0.5 - i * 0.02, 0.0) for i in range(8)]
+    reading = [Candidate("right", "right", 0.75, 0.0), Candidate("near", "near", 0.55, 0.0)]
+    reading += [Candidate(f"en{i}", f"en{i}", 0.5 - i * 0.02, 0.0) for i in range(8)]
+    return dense, reading
+
+
+def test_the_gloss_list_counts_where_the_nearest_documents_are_english() -> None:
+    q_cjk = 0.9
+    dense, gloss = _near_and_right()
     with_gloss = fuse({"dense": dense, "gloss": gloss}, FusionSettings(), 5, q_cjk)
     assert fuse({"dense": dense}, FusionSettings(), 5, q_cjk)[0].key == "near"
     assert with_gloss[0].key == "right" and with_gloss[0].ranks == {"dense": 2, "gloss": 1}
@@ -262,10 +267,7 @@ def test_another_english_reading_is_weighed_like_the_gloss_list() -> None:
     # weight; each weighs as the gloss list does: full weight where the nearest documents are English,
     # none over Chinese prose.
     q_cjk = 0.9
-    dense = [Candidate("near", "near", 0.62, 0.0), Candidate("right", "right", 0.60, 0.0)]
-    dense += [Candidate(f"en{i}", f"en{i}", 0.5 - i * 0.02, 0.0) for i in range(8)]
-    reading = [Candidate("right", "right", 0.75, 0.0), Candidate("near", "near", 0.55, 0.0)]
-    reading += [Candidate(f"en{i}", f"en{i}", 0.5 - i * 0.02, 0.0) for i in range(8)]
+    dense, reading = _near_and_right()
     f = FusionSettings()
     as_gloss = fuse({"dense": dense, "gloss": reading}, f, 5, q_cjk)
     as_reading = fuse({"dense": dense, "translation": reading}, f, 5, q_cjk, readings={"translation": f.dense_weight})
