@@ -80,7 +80,8 @@ async def lists_per_query(
     out: dict[str, dict[str, list[Candidate]]] = {}
     for i, q in enumerate(qids):
         gvec = genc.dense[i] if glosses[q] else None
-        lists = store.candidates(queries[q], enc.dense[i], "hybrid", DEPTH, fusion=fusion, gvec=gvec)
+        qlex = enc.lexical[i] if enc.lexical is not None else None  # BGE-M3's sparse list, when configured
+        lists = store.candidates(queries[q], enc.dense[i], "hybrid", DEPTH, fusion=fusion, qlex=qlex, gvec=gvec)
         top = fuse(lists, fusion, FEEDBACK_TOP, cjk_share(queries[q]))
         rows = store.fetch([r.key for r in top])
         mean = np.mean([np.asarray(rows[r.key]["dense"], dtype=np.float32) for r in top if r.key in rows], axis=0)
@@ -104,7 +105,7 @@ def score_point(
     halves: dict[str, set[str]],
 ) -> dict[str, float]:
     """nDCG@10 per half of the default fusion plus the point's extra lists."""
-    default = ("dense", "gloss", "bm25")
+    default = ("dense", "gloss", "bm25", "lexical")
     per_query = {}
     for q, found in lists.items():
         used = {name: found[name] for name in (*default, *point) if name in found and point.get(name, 1.0) > 0}
@@ -150,7 +151,7 @@ def main() -> None:
         finally:
             store.drop()
             store.close()
-    points = [
+    points: list[dict[str, Any]] = [
         {"extra": point, **score_point(point, lists, data.queries, fusion, id_map, data.qrels, halves)}
         for point in GRID
     ]
