@@ -42,7 +42,7 @@ from deployments.config import load_config  # noqa: E402
 from deployments.llm import check_model_dir  # noqa: E402
 from deployments.provenance import stamp  # noqa: E402
 from rag.embedding import embedder_for  # noqa: E402
-from rag.eval import _encode, doc_ranking, index_corpus, ndcg_at  # noqa: E402
+from rag.eval import _encode, doc_ranking, index_corpus, score  # noqa: E402
 from rag.gloss import gloss, with_gloss  # noqa: E402
 from rag.script import cjk_share  # noqa: E402
 from rag.store import Candidate, FusionSettings, KnowledgeStore, fuse  # noqa: E402
@@ -95,6 +95,13 @@ async def lists_per_query(
     return out
 
 
+def by_half(
+    rankings: dict[str, list[str]], qrels: dict[str, dict[str, int]], halves: dict[str, set[str]]
+) -> dict[str, float]:
+    """nDCG@10 of each half, scored as retrieval_eval scores them (``rag.eval.score``)."""
+    return {h: score(rankings, {q: qrels[q] for q in halves[h]})["ndcg@10"] for h in HALVES}
+
+
 def score_point(
     point: dict[str, float],
     lists: dict[str, dict[str, list[Candidate]]],
@@ -106,12 +113,12 @@ def score_point(
 ) -> dict[str, float]:
     """nDCG@10 per half of the default fusion plus the point's extra lists."""
     default = ("dense", "gloss", "bm25", "lexical")
-    per_query = {}
+    rankings = {}
     for q, found in lists.items():
         used = {name: found[name] for name in (*default, *point) if name in found and point.get(name, 1.0) > 0}
         ranked = fuse(used, fusion, DEPTH, cjk_share(queries[q]), readings=point)
-        per_query[q] = ndcg_at([id_map[d] for d in doc_ranking([r.doc_id for r in ranked])], qrels[q])
-    return {h: round(float(np.mean([per_query[q] for q in halves[h]])), 4) for h in HALVES}
+        rankings[q] = [id_map[d] for d in doc_ranking([r.doc_id for r in ranked])]
+    return by_half(rankings, qrels, halves)
 
 
 def single(
@@ -122,11 +129,8 @@ def single(
     halves: dict[str, set[str]],
 ) -> dict[str, float]:
     """One list alone, in its own order."""
-    per = {
-        q: ndcg_at([id_map[d] for d in doc_ranking([c.doc_id for c in found[name]])], qrels[q])
-        for q, found in lists.items()
-    }
-    return {h: round(float(np.mean([per[q] for q in halves[h]])), 4) for h in HALVES}
+    rankings = {q: [id_map[d] for d in doc_ranking([c.doc_id for c in found[name]])] for q, found in lists.items()}
+    return by_half(rankings, qrels, halves)
 
 
 def main() -> None:
