@@ -91,7 +91,7 @@ class PlannerPlan(_Lenient):
 
 # ----------------------------------------------------------------------------- executor
 
-SupportLevel = Literal["direct", "indirect"]
+SupportLevel = Literal["direct", "indirect", "added"]  # added: the system, not the model, put it there
 
 
 class EvidenceBinding(_Lenient):
@@ -128,14 +128,18 @@ ROOT_CAUSE_CATEGORIES: tuple[str, ...] = ("cpu", "memory", "network", "disk", "c
 
 class RootCause(_Lenient):
     """A machine-readable root-cause candidate (DESIGN.md §8): the RCA evaluation, alert integrations and
-    the console read these. ``claim_ids`` are the kept claims it rests on; ``indirect`` when none of them
-    is a root_cause claim (a lower-ranked candidate resting on a symptom)."""
+    the console read these. ``claim_ids`` are the released findings it rests on; ``indirect`` when none of
+    them is a root_cause finding (a lower-ranked candidate resting on a symptom); ``cause`` is the model's
+    short sentence of what went wrong; ``added_by`` names what the system added it from (``ranking``: the
+    anomaly ranking's next suspect, not the model's pick), empty for the model's own."""
 
     component: str = Field(max_length=120)
     category: RootCauseCategory = "unknown"
     confidence: Literal["high", "medium", "low"] = "medium"
     claim_ids: list[str] = Field(default_factory=list)
     indirect: bool = False
+    cause: str = Field(default="", max_length=200)
+    added_by: str = ""
 
 
 class ExecutorEvidence(_Lenient):
@@ -269,11 +273,23 @@ class Conclusion(_Strict):
     based_on_analysis_ids: list[str] = Field(default_factory=list)
 
 
+AnalysisKind = Literal["finding", "guidance", "hypothesis"]
+
+
 class AnalysisItem(_Strict):
+    """``kind`` (DESIGN.md §8): a *finding* is what a tool measured (the model's sentence, released as
+    written, citing its evidence); *guidance* is a runbook's own sentence, quoted, from ``source``
+    (``docId#chunk-n``); a *hypothesis* is what the evidence suggests but does not show, with ``needs``
+    (what would confirm it). ``added`` marks an item the system added, not the model."""
+
     id: str
     text: str
     status: Literal["NORMAL", "WARNING", "CRITICAL"] = "NORMAL"
     evidence_keys: list[str] = Field(default_factory=list)
+    kind: AnalysisKind = "finding"
+    source: str | None = None
+    needs: str | None = None
+    added: bool = False
 
 
 class Limitations(_Strict):

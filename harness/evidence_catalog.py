@@ -13,6 +13,7 @@ what the question does not (measured in benchmarks/results/diagnosis_quality.jso
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.tools.base import LedgerEntry
@@ -71,8 +72,12 @@ def _entry_spans(entry: LedgerEntry) -> list[tuple[str, str, bool]]:
     return spans
 
 
-def build_catalog(ledger: dict[str, LedgerEntry], max_spans: int) -> list[Span]:
-    per_call = [(entry, _entry_spans(entry)) for entry in ledger.values()]
+def build_catalog(
+    ledger: dict[str, LedgerEntry], max_spans: int, admit: Callable[[str], bool] | None = None
+) -> list[Span]:
+    """``admit``: which evidence keys may be cited (the telemetry of the services the question is about,
+    ``harness/question_scope.py``); the others take no place in the list."""
+    per_call = [(entry, [s for s in _entry_spans(entry) if admit is None or admit(s[0])]) for entry in ledger.values()]
     picked: list[tuple[LedgerEntry, str, str, bool]] = []
     depth = 0
     while len(picked) < max_spans and any(depth < len(spans) for _, spans in per_call):

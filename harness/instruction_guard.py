@@ -21,8 +21,6 @@ STAGES = (
     "executor",
     "executor_contract",
     "answer",
-    "claim_repair",
-    "claim_repair_ask",
     "verifier",
     "verifier_contract",
 )

@@ -126,6 +126,7 @@ class DiagnosisPipeline:
                 boundary=ToolBoundary(self.tools(scope), timeout_s=self.settings.stage_timeout_s),
                 history=await self.history.get(session_key(tenant_id, request.Id)),
                 embed=self.embed,
+                whole_telemetry=scope.telemetry is not None,
             )
             async for event in self._diagnose(ctx, session_key(tenant_id, request.Id)):
                 yield event
@@ -212,7 +213,9 @@ class DiagnosisPipeline:
             if not guard.passed or guard.kept is None:
                 rejected = len({v["claim_id"] for v in guard.violations if v["claim_id"]})
                 gaps = guard_gaps(ctx.lang, rejected, outcome.parse_status.status, draft.missing_info if draft else [])
-                release = fallback("INSUFFICIENT_EVIDENCE", ctx.lang, [], None, gaps, steps, ctx.boundary.ledger, None)
+                release = fallback(
+                    "INSUFFICIENT_EVIDENCE", ctx.lang, [], None, gaps, steps, ctx.boundary.ledger, None, ctx.scope
+                )
                 break
             kept = ExecutorOutcome(outcome.raw_text, guard.kept, outcome.parse_status)
             yield StatusEvent(code="SAFETY_VALIDATING", detail=f"verifying the draft (round {round_no})")
@@ -220,7 +223,7 @@ class DiagnosisPipeline:
             verdict = await verify(ctx, payload, round_no, guard.kept if constructed else None)
             evaluation["verifier_evaluation"] = self._evaluation(verdict, round_no, payload.model_dump())
             if verdict.verdict == "PASS":
-                release = report(guard.kept, ctx.boundary.ledger, ctx.lang, verdict)
+                release = report(guard.kept, ctx.boundary.ledger, ctx.lang, verdict, ctx.scope)
                 break
             gaps = evidence_gaps(verdict)
             if verdict.verdict == "REJECT":
@@ -233,6 +236,7 @@ class DiagnosisPipeline:
                     steps,
                     ctx.boundary.ledger,
                     None,
+                    ctx.scope,
                 )
                 break
             if round_no < self.settings.max_rounds:
@@ -240,7 +244,15 @@ class DiagnosisPipeline:
                 rec.timeline("RETRY", "RETRY_SCHEDULED", None, **retry.model_dump())
                 continue
             release = fallback(
-                "LOW_CONFIDENCE", ctx.lang, guard.kept.claims, verdict, gaps, steps, ctx.boundary.ledger, guard.kept
+                "LOW_CONFIDENCE",
+                ctx.lang,
+                guard.kept.claims,
+                verdict,
+                gaps,
+                steps,
+                ctx.boundary.ledger,
+                guard.kept,
+                ctx.scope,
             )
         assert release is not None
         rec.timeline(

@@ -90,7 +90,7 @@ class RulesModel:
         props = (request.json_schema or {}).get("properties", {})
         if "done" in props:  # a constructed run's tool round: the playbook has gathered the evidence
             return self._json({"done": True})
-        if "claims" in props and "summary" in props:
+        if "summary" in props and "hypotheses" in props:
             return self._grounded_answer(request)
         results = [m for m in request.messages if m.role == "tool"]
         if not results and request.tools:
@@ -146,35 +146,39 @@ class RulesModel:
         )
 
     def _grounded_answer(self, request: ModelRequest) -> ModelResponse:
-        """Cites the first spans of the evidence list, one claim each; the top-listed component is the
-        root cause, with the category its span suggests."""
+        """Quotes the first measured lines as findings, one each; the first service in scope is the root
+        cause, with the category its line suggests; the first runbook lines are the guidance."""
         text = request.messages[-1].content
-        spans = re.findall(r"^(E\d+) \[(\w+)\] (.+)$", text, re.M)
-        components = re.findall(r"^(?:Components seen: |候选组件：)(.+)$", text, re.M)
-        claims: list[dict[str, Any]] = []
-        for alias, tool, body in spans[:3]:
-            kind = "root_cause" if not claims and tool == "rank_anomalies" else "symptom"
+        props = (request.json_schema or {}).get("properties", {})
+        head, _, tail = text.partition("\nRunbook guidance" if "\nRunbook guidance" in text else "\n运维手册")
+        measured = re.findall(r"^(E\d+) \[(\w+)\] (.+)$", head, re.M)
+        guidance = re.findall(r"^(E\d+) \[[^\]]+\] ", tail, re.M)[:2]
+        components = re.findall(r"^(?:Services in scope: |相关服务：)(.+)$", text, re.M)
+        findings: list[dict[str, Any]] = []
+        for alias, _tool, body in measured[:3]:
             # Cut at a word: a number cut in half is a number the evidence does not say.
-            cut = body if len(body) <= 200 else body[:200].rsplit(" ", 1)[0]
-            claims.append({"type": kind, "text": cut.rstrip(" ,;"), "evidence": [alias]})
-        if not claims:
-            return self._json(
-                {"claims": [], "root_causes": [], "summary": "No evidence.", "actions": [], "missing_info": []}
-            )
-        causes = []
-        if components:
-            first = components[0].split(", ")[0]
-            category = next((c for c in ("cpu", "memory", "network", "code") if f"Suspected {c}" in text), "unknown")
-            causes.append({"component": first, "category": category, "confidence": "medium", "claims": [1]})
-        return self._json(
-            {
-                "claims": claims,
-                "root_causes": causes,
-                "summary": claims[0]["text"][:300],
-                "actions": ["follow the cited runbook's steps"],
-                "missing_info": [],
-            }
-        )
+            cut = body if len(body) <= 150 else body[:150].rsplit(" ", 1)[0]
+            findings.append({"text": cut.rstrip(" ,;"), "evidence": [alias]})
+        answer: dict[str, Any] = {}
+        if "findings" in props:
+            answer["findings"] = findings
+        if "root_causes" in props:
+            causes = []
+            if components and findings:
+                first = components[0].split(", ")[0]
+                category = next(
+                    (c for c in ("cpu", "memory", "network", "code") if f"Suspected {c}" in text), "unknown"
+                )
+                cause = findings[0]["text"][:120]
+                causes.append(
+                    {"component": first, "cause": cause, "category": category, "confidence": "medium", "findings": [1]}
+                )
+            answer["root_causes"] = causes
+        if "guidance" in props:
+            answer["guidance"] = guidance
+        answer["hypotheses"] = []
+        answer["summary"] = findings[0]["text"][:240] if findings else "No measured evidence; see the runbook guidance."
+        return self._json(answer)
 
     def _compact_verifier(self, request: ModelRequest) -> ModelResponse:
         ids = re.findall(r"^(claim-\d+) \(", request.messages[-1].content, re.M)

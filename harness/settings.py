@@ -16,7 +16,6 @@ class StageTokens(BaseModel):
     executor_tools: int = Field(default=160, gt=0, description="A round in which the executor calls tools.")
     executor_answer: int = Field(default=700, gt=0, description="The executor's final, cited answer.")
     verifier: int = Field(default=320, gt=0, description="The verifier's verdict.")
-    claim_repair: int = Field(default=96, gt=0, description="One claim rewritten from runbook sentences.")
 
 
 class HarnessSettings(BaseModel):
@@ -55,13 +54,6 @@ class HarnessSettings(BaseModel):
         description="'constructed': the final answer cites evidence ids from a per-run enum and the system copies "
         "the excerpts (a model cannot cite what does not exist); 'model': the model writes executor_evidence_v1 "
         "bindings itself and the rule guard checks them (for engines that cannot constrain decoding).",
-    )
-    claim_repair: bool = Field(
-        default=True,
-        description="Before verification, rewrite a drafted claim that echoes the question (or names what its "
-        "evidence does not) from runbook sentences related to the question: those it cites, else those of the "
-        "runbook a lookup of the question mostly returned; one short model call per set of sentences "
-        "(harness/stages/claim_repair.py).",
     )
     verifier_rules: bool = Field(
         default=True,

@@ -1,11 +1,15 @@
 """The executor's final answer, grounded by construction (DESIGN.md §8).
 
-The model answers a compact JSON whose schema is built for this run: each claim cites evidence ids
-from an enum of the run's spans (``harness/evidence_catalog.py``), each root cause names a component
-from the services the tools saw and a category from a fixed list, and every string and array is
-bounded. ``to_evidence`` turns that answer into the seed's ``executor_evidence_v1``: the bindings'
-tool, invocation id, evidence key and excerpt are copied from the cited span, never written by the
-model. The rule guard still checks the result (the second line).
+The model answers a compact JSON whose schema is built for this run, in the three kinds of statement
+an SRE needs told apart: *findings* (its own sentences about what the telemetry of the asked
+components measured, each citing measured evidence ids from an enum of the run's spans,
+``harness/evidence_catalog.py``), *guidance* (ids of runbook sentences, released verbatim and
+attributed, never rewritten into findings), *root causes* (a component the findings are about, with a
+short ``cause``, resting on numbered findings; none when the findings show none) and *hypotheses*
+(what the evidence suggests but does not show, with what would confirm it). Without telemetry about
+the question there are no findings and no root causes in the schema at all. Every string and array is
+bounded. ``to_evidence`` turns the answer into the seed's ``executor_evidence_v1``: the bindings' tool,
+invocation id, evidence key and excerpt are copied from the cited span, never written by the model.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from harness.contracts import (
     Claim,
     EvidenceBinding,
     ExecutorEvidence,
-    RecommendedAction,
+    Hypothesis,
     RetryContext,
     RootCause,
 )
@@ -32,80 +36,107 @@ ANSWER_VERSION = "executor_answer_v1"
 _EVIDENCE_LABEL = re.compile(r"^\s*E\d+\s*\[[a-z_]+\]\s*")
 _REASON = re.compile(r"\s*\([^()]*\)\s*$")  # the reason missing_facts() appends
 MAX_CLAIMS = 3
-MAX_ROOT_CAUSES = 3
-CLAIM_TYPES = ("root_cause", "symptom", "contributing_factor", "observation")
+MAX_ROOT_CAUSES = 2
+MAX_GUIDANCE = 3
+MAX_HYPOTHESES = 2
+RUNBOOK_TOOL = "lookup_knowledge"
+
+
+def _is_runbook(span: Span) -> bool:
+    return span.tool_name == RUNBOOK_TOOL
 
 
 def answer_schema(spans: list[Span], components: list[str]) -> dict[str, Any]:
-    aliases = [s.alias for s in spans]
-    component: dict[str, Any] = (
-        {"type": "string", "enum": components} if components else {"type": "string", "minLength": 1, "maxLength": 60}
-    )
+    """``spans``: the citable evidence of the services the question is about and the runbook sentences;
+    ``components``: those services. Without measured evidence there is nothing to find and no component
+    to blame: the schema then has no findings and no root causes, only guidance, hypotheses and a summary."""
+    measured = [s.alias for s in spans if not _is_runbook(s)]
+    runbook = [s.alias for s in spans if _is_runbook(s)]
+    properties: dict[str, Any] = {}
+    if measured:
+        properties["findings"] = {
+            "type": "array",
+            "maxItems": MAX_CLAIMS,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string", "minLength": 8, "maxLength": 160},
+                    "evidence": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": 2,
+                        "items": {"type": "string", "enum": measured},
+                    },
+                },
+                "required": ["text", "evidence"],
+                "additionalProperties": False,
+            },
+        }
+    if measured and components:
+        properties["root_causes"] = {
+            "type": "array",
+            # None is an honest answer: a root cause is named only where the findings show one.
+            "maxItems": MAX_ROOT_CAUSES,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "component": {"type": "string", "enum": components},
+                    "cause": {"type": "string", "minLength": 8, "maxLength": 120},
+                    "category": {"type": "string", "enum": list(ROOT_CAUSE_CATEGORIES)},
+                    "confidence": {"type": "string", "enum": ["high", "medium", "low"]},
+                    "findings": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": MAX_CLAIMS,
+                        "items": {"type": "integer", "minimum": 1, "maximum": MAX_CLAIMS},
+                    },
+                },
+                "required": ["component", "cause", "category", "confidence", "findings"],
+                "additionalProperties": False,
+            },
+        }
+    if runbook:
+        properties["guidance"] = {
+            "type": "array",
+            "maxItems": MAX_GUIDANCE,
+            "items": {"type": "string", "enum": runbook},
+        }
+    properties["hypotheses"] = {
+        "type": "array",
+        "maxItems": MAX_HYPOTHESES,
+        "items": {
+            "type": "object",
+            "properties": {
+                "text": {"type": "string", "minLength": 8, "maxLength": 140},
+                "needs": {"type": "string", "minLength": 4, "maxLength": 100},
+            },
+            "required": ["text", "needs"],
+            "additionalProperties": False,
+        },
+    }
+    # Every bound is output a CPU model must decode (about 5 to 10 tokens/s here): short on purpose.
+    properties["summary"] = {"type": "string", "minLength": 8, "maxLength": 240}
     return {
         "type": "object",
-        "properties": {
-            "claims": {
-                "type": "array",
-                "minItems": 1,
-                "maxItems": MAX_CLAIMS,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "type": {"type": "string", "enum": list(CLAIM_TYPES)},
-                        "text": {"type": "string", "minLength": 8, "maxLength": 160},
-                        "evidence": {
-                            "type": "array",
-                            "minItems": 1,
-                            "maxItems": 2,
-                            "items": {"type": "string", "enum": aliases},
-                        },
-                    },
-                    "required": ["type", "text", "evidence"],
-                    "additionalProperties": False,
-                },
-            },
-            "root_causes": {
-                "type": "array",
-                # A ranked list, not one guess: when the tools saw several services the answer names at
-                # least two (the RCA evaluation scores the top 3); none at all only when no service was seen.
-                "minItems": min(2, len(components)),
-                "maxItems": MAX_ROOT_CAUSES,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "component": component,
-                        "category": {"type": "string", "enum": list(ROOT_CAUSE_CATEGORIES)},
-                        "confidence": {"type": "string", "enum": ["high", "medium", "low"]},
-                        "claims": {
-                            "type": "array",
-                            "minItems": 1,
-                            "maxItems": MAX_CLAIMS,
-                            "items": {"type": "integer", "minimum": 1, "maximum": MAX_CLAIMS},
-                        },
-                    },
-                    "required": ["component", "category", "confidence", "claims"],
-                    "additionalProperties": False,
-                },
-            },
-            # Every bound is output a CPU model must decode (about 5 tokens/s here): short on purpose.
-            "summary": {"type": "string", "minLength": 8, "maxLength": 240},
-            "actions": {"type": "array", "maxItems": 2, "items": {"type": "string", "minLength": 4, "maxLength": 120}},
-            "missing_info": {
-                "type": "array",
-                "maxItems": 2,
-                "items": {"type": "string", "minLength": 4, "maxLength": 120},
-            },
-        },
-        "required": ["claims", "root_causes", "summary", "actions", "missing_info"],
+        "properties": properties,
+        "required": list(properties),
         "additionalProperties": False,
     }
 
 
-def evidence_text(spans: list[Span], components: list[str], lang: str) -> str:
-    lines = ["证据：" if lang == "zh" else "Evidence:"]
-    lines += [f"{s.alias} [{s.tool_name}] {s.text}" for s in spans]
-    if components:
-        lines.append(("候选组件：" if lang == "zh" else "Components seen: ") + ", ".join(components[:12]))
+def evidence_text(spans: list[Span], components: list[str], lang: str, no_telemetry: str | None = None) -> str:
+    zh = lang == "zh"
+    measured = [s for s in spans if not _is_runbook(s)]
+    runbook = [s for s in spans if _is_runbook(s)]
+    lines = ["测量到的证据（与问题相关的服务）：" if zh else "Measured (telemetry of what the question is about):"]
+    lines += [f"{s.alias} [{s.tool_name}] {s.text}" for s in measured]
+    if not measured:
+        lines.append(no_telemetry or ("（无）" if zh else "(none)"))
+    if runbook:
+        lines.append("运维手册（要检查或要做的事）：" if zh else "Runbook guidance (what to check or do):")
+        lines += [f"{s.alias} [{s.key.split('#')[0]}] {s.text}" for s in runbook]
+    if components and measured:
+        lines.append(("相关服务：" if zh else "Services in scope: ") + ", ".join(components[:12]))
     return "\n".join(lines)
 
 
@@ -127,67 +158,91 @@ class AnswerError(ValueError):
     """An answer that does not fit the run's schema (an engine that ignored the schema)."""
 
 
+def _binding(span: Span) -> EvidenceBinding:
+    return EvidenceBinding(
+        source_type="tool_trace",
+        source_id=span.key,
+        tool_name=span.tool_name,
+        source_invocation_ids=[span.call_id],
+        evidence_excerpt=span.text,
+    )
+
+
 def to_evidence(data: dict[str, Any], spans: list[Span], components: list[str] | None = None) -> ExecutorEvidence:
-    """The seed's executor_evidence_v1 from a grounded answer; bindings are copied from the cited spans,
-    plus the spans that carry what a claim names and its citations miss (``completing_spans``)."""
+    """The seed's executor_evidence_v1 from a grounded answer. Findings keep the model's text and cite the
+    spans it chose (plus the spans that carry what a finding names and its citations miss,
+    ``completing_spans``); guidance is the chosen runbook sentences themselves, verbatim; root causes
+    rest on the findings they number; hypotheses stay hypotheses."""
     by_alias = {s.alias: s for s in spans}
     claims: list[Claim] = []
-    numbers: dict[int, str] = {}  # the answer's claim number -> the claim id it became
-    for n, raw in enumerate(data.get("claims") or [], 1):
+    numbers: dict[int, str] = {}  # the answer's finding number -> the claim id it became
+    for n, raw in enumerate(data.get("findings") or [], 1):
         if not isinstance(raw, dict):
             continue
         cited = [by_alias[a] for a in dict.fromkeys(raw.get("evidence") or []) if a in by_alias]
+        cited = [s for s in cited if not _is_runbook(s)]
         if not cited:
-            continue  # cites nothing of this run (an engine that ignored the schema): not a finding
+            continue  # cites nothing measured in this run (an engine that ignored the schema): not a finding
         text = _EVIDENCE_LABEL.sub("", str(raw.get("text", ""))).strip()[:200]
         if components is not None:
-            cited += completing_spans(text, cited, spans, components)
-        ctype = str(raw.get("type", "observation"))
+            cited += [s for s in completing_spans(text, cited, spans, components) if not _is_runbook(s)]
         numbers[n] = f"claim-{len(claims) + 1}"
         claims.append(
             Claim(
                 claim_id=numbers[n],
-                claim_type=ctype if ctype in CLAIM_TYPES else "observation",
+                claim_type="finding",
                 claim_text=text,
                 support_level="direct",
-                evidence_bindings=[
-                    EvidenceBinding(
-                        source_type="tool_trace",
-                        source_id=s.key,
-                        tool_name=s.tool_name,
-                        source_invocation_ids=[s.call_id],
-                        evidence_excerpt=s.text,
-                    )
-                    for s in cited
-                ],
+                evidence_bindings=[_binding(s) for s in cited],
             )
         )
-    if not claims:
-        raise AnswerError("the answer has no claim that cites this run's evidence")
+    for alias in dict.fromkeys(a for a in data.get("guidance") or [] if isinstance(a, str)):
+        span = by_alias.get(alias)
+        if span is None or not _is_runbook(span):
+            continue
+        claims.append(
+            Claim(
+                claim_id=f"claim-{len(claims) + 1}",
+                claim_type="guidance",
+                claim_text=span.text,
+                support_level="direct",
+                evidence_bindings=[_binding(span)],
+            )
+        )
     causes = []
     for raw in (data.get("root_causes") or [])[:MAX_ROOT_CAUSES]:
         if not isinstance(raw, dict):
             continue
-        ids = [numbers[i] for i in raw.get("claims") or [] if isinstance(i, int) and i in numbers]
+        ids = [numbers[i] for i in raw.get("findings") or [] if isinstance(i, int) and i in numbers]
         category = str(raw.get("category", "unknown"))
+        component = str(raw.get("component", "")).strip()[:120]
+        if not ids or (components is not None and component not in components):
+            continue  # a root cause names a component the findings are about, and rests on them
         causes.append(
             RootCause(
-                component=str(raw.get("component", "")).strip()[:120] or "unknown",
+                component=component,
                 category=category if category in ROOT_CAUSE_CATEGORIES else "unknown",
                 confidence=raw.get("confidence") if raw.get("confidence") in ("high", "medium", "low") else "medium",
                 claim_ids=list(dict.fromkeys(ids)),
+                cause=str(raw.get("cause", "")).strip()[:200],
             )
         )
+    hypotheses = [
+        Hypothesis(
+            hypothesis_text=str(h.get("text", "")).strip()[:200],
+            basis="",
+            needed_evidence=[str(h.get("needs", "")).strip()[:160]],
+        )
+        for h in data.get("hypotheses") or []
+        if isinstance(h, dict) and str(h.get("text", "")).strip()
+    ]
     summary = str(data.get("summary", "")).strip()[:300]
+    if not claims and not hypotheses:
+        raise AnswerError("the answer has neither a finding, nor guidance, nor a hypothesis")
     evidence = ExecutorEvidence(
         diagnosis_summary=summary,
         claims=claims,
-        recommended_actions=[
-            RecommendedAction(action_text=str(a)[:160], reason="", evidence_bindings=[])
-            for a in data.get("actions") or []
-            if str(a).strip()
-        ],
-        missing_info=[str(m)[:160] for m in data.get("missing_info") or [] if str(m).strip()],
+        hypotheses=hypotheses,
         user_facing_answer=summary,
         root_causes=causes,
     )

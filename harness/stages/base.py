@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.model import ChatModel, Message, ModelError, ModelRequest, ModelResponse
+from harness.question_scope import QuestionScope
 from harness.recorder import RunRecorder
 from harness.routing import Embed
 from harness.settings import HarnessSettings
@@ -35,6 +36,8 @@ class RunContext:
     history: list[tuple[str, str]] = field(default_factory=list)
     component_rounds: dict[str, int] = field(default_factory=dict)
     embed: Embed | None = None  # the lookup's embedder: the router's exemplars, the verifier's similarity check
+    whole_telemetry: bool = False  # the run's telemetry was chosen for this question (the RCA replay)
+    scope: QuestionScope | None = None  # what of the telemetry the question is about, once the tools answered
 
     def next_round(self, component: str) -> int:
         self.component_rounds[component] = self.component_rounds.get(component, 0) + 1

@@ -12,7 +12,8 @@ A retry round (LOW_CONFID) keeps the ledger: it starts from everything gathered 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator
+import re
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from harness.evidence_catalog import Span, build_catalog, candidate_components
 from harness.model import Message, ModelResponse, ToolCall
 from harness.playbook import run_playbook
 from harness.prompts import render
+from harness.question_scope import QuestionScope, limitation, question_scope, service_of_key
 from harness.stages.answer import (
     AnswerError,
     answer_schema,
@@ -32,9 +34,9 @@ from harness.stages.answer import (
     to_evidence,
 )
 from harness.stages.base import RunContext, call_model, extract_json, history_messages, run_tool
-from harness.stages.claim_repair import repair_claims
 
 EXECUTOR_SCHEMA = ExecutorEvidence.model_json_schema()
+_EDGE = re.compile(r"^dep:(.+?)->(.+)$")
 DONE_SCHEMA = {"type": "object", "properties": {"done": {"type": "boolean"}}, "required": ["done"]}
 
 
@@ -117,11 +119,27 @@ def _record_step(
     )
 
 
+def _in_scope(scope: QuestionScope) -> Callable[[str], bool]:
+    """Evidence keys the answer may cite: runbook blocks, and telemetry of the services in scope."""
+
+    def admit(key: str) -> bool:
+        edge = _EDGE.match(key)
+        if edge:
+            return scope.covers(edge.group(1)) or scope.covers(edge.group(2))
+        service = service_of_key(key)
+        return service is None or scope.covers(service)
+
+    return admit
+
+
 def _evidence_prompt(ctx: RunContext) -> tuple[list[Span], list[str], str]:
-    """The run's citable spans, the services its tools saw, and the user message that shows both."""
-    spans = build_catalog(ctx.boundary.ledger, ctx.settings.max_evidence_spans)
-    components = candidate_components(ctx.boundary.ledger)
-    return spans, components, f"{ctx.question}\n\n{evidence_text(spans, components, ctx.lang)}"
+    """The run's citable spans (telemetry only of what the question is about), the services in scope,
+    and the user message that shows both."""
+    ctx.scope = question_scope(ctx.question, ctx.boundary.ledger, ctx.whole_telemetry)
+    spans = build_catalog(ctx.boundary.ledger, ctx.settings.max_evidence_spans, _in_scope(ctx.scope))
+    components = [c for c in candidate_components(ctx.boundary.ledger) if ctx.scope.covers(c)]
+    absent = limitation(ctx.scope, ctx.lang)
+    return spans, components, f"{ctx.question}\n\n{evidence_text(spans, components, ctx.lang, absent)}"
 
 
 async def _agent_call(ctx: RunContext, messages: list[Message], **kwargs: Any) -> tuple[int, ModelResponse, int]:
@@ -186,8 +204,6 @@ async def _grounded(
         status = ExecutorOutputParseStatus(status="malformed" if response.text.strip() else "missing", detail=detail)
         yield ExecutorOutcome(response.text, None, status)
         return
-    if ctx.settings.claim_repair:
-        evidence = await repair_claims(ctx, evidence, components, spans)
     status = ExecutorOutputParseStatus(status="valid", detail="grounded answer; bindings copied from cited spans")
     yield ExecutorOutcome(raw_answer(data), evidence, status)
 

@@ -18,8 +18,10 @@ from harness.contracts import (
     Claim,
     Conclusion,
     DiagnosisReportPayload,
+    EvidenceBinding,
     ExecutorEvidence,
     FallbackType,
+    Hypothesis,
     Limitations,
     Reference,
     Report,
@@ -27,7 +29,9 @@ from harness.contracts import (
     SafeFallbackPayload,
     VerifierOutput,
 )
+from harness.evidence_catalog import build_catalog
 from harness.instruction_guard import quotes_instructions
+from harness.question_scope import QuestionScope, limitation
 from harness.stages.support_check import content_overlap
 from harness.tools.base import EVIDENCE_TOOLS, LedgerEntry
 
@@ -40,6 +44,7 @@ SOURCE_TYPES = {
     "read_skill": "SKILL",
 }
 MAX_ROOT_CAUSES = 5
+ADDED_GUIDANCE = 2
 RANKED_CANDIDATES = 3  # the anomaly ranking fills the candidates up to this many (the answer's own cap)
 
 TEMPLATES = {
@@ -95,6 +100,10 @@ UNVERIFIED = {
     "en": "{n} finding(s) cited evidence that could not be verified in this run's tool outputs and were withheld.",
     "zh": "有 {n} 条发现引用的证据无法在本次工具输出中核实，已被拦截。",
 }
+NO_FINDING = {
+    "en": "The telemetry shows no finding about this question; the runbook guidance below says what to check.",
+    "zh": "遥测数据中没有与该问题相关的发现；下面的运维手册指导说明了要检查的内容。",
+}
 NO_ANSWER = {
     "en": "The diagnosis step gave no usable answer ({status}).",
     "zh": "诊断步骤没有给出可用的回答（{status}）。",
@@ -141,27 +150,30 @@ def supported_claims(evidence: ExecutorEvidence, verdict: VerifierOutput | None)
     return [c for c in evidence.claims if c.claim_text not in bad]
 
 
-def root_causes(evidence: ExecutorEvidence, claims: list[Claim], ledger: dict[str, LedgerEntry]) -> list[RootCause]:
-    """The draft's candidates that rest on released claims, most likely first; one resting on no
-    root_cause claim is marked indirect. Then, up to ``RANKED_CANDIDATES`` in all, the anomaly
-    ranking's services in its order, when a released claim cites that ranking: the ranking is the
-    tools' analysis and the claim put it in the report, and a small model names one service where
-    the ranking holds the next suspects (README "Root-cause accuracy": the ranking's top three held the
-    faulty service more often than the model's picks). Those are indirect, low confidence, resting on
-    the claims that cite the ranking."""
-    by_id = {c.claim_id: c for c in claims}
+def root_causes(
+    evidence: ExecutorEvidence, claims: list[Claim], ledger: dict[str, LedgerEntry], scope: QuestionScope | None = None
+) -> list[RootCause]:
+    """The model's candidates that rest on released findings, most likely first. Then, up to
+    ``RANKED_CANDIDATES`` in all, the anomaly ranking's services in its order, when a released finding
+    cites that ranking, and only services the question is about: the ranking is the tools' analysis and
+    the finding put it in the report. Those are marked ``added_by: ranking``, low confidence, resting on
+    the findings that cite the ranking."""
+    by_id = {c.claim_id: c for c in claims if c.claim_type != "guidance"}
     out: list[RootCause] = []
     for cause in evidence.root_causes:
         ids = [i for i in cause.claim_ids if i in by_id]
         if not ids or any(c.component == cause.component for c in out):
             continue
-        indirect = not any(by_id[i].claim_type == "root_cause" for i in ids)
-        out.append(cause.model_copy(update={"claim_ids": ids, "indirect": indirect}))
+        if scope is not None and not scope.covers(cause.component):
+            continue
+        out.append(cause.model_copy(update={"claim_ids": ids}))
     for call_id, ids in _citing(claims, ledger, "rank_anomalies").items():
         for entry in ledger[call_id].result.output.get("ranking") or []:
             service, category = str(entry.get("service") or ""), entry.get("suspected_category")
             if len(out) >= RANKED_CANDIDATES:
                 break
+            if scope is not None and not scope.covers(service):
+                continue
             if service and not any(c.component == service for c in out):
                 out.append(
                     RootCause(
@@ -170,6 +182,7 @@ def root_causes(evidence: ExecutorEvidence, claims: list[Claim], ledger: dict[st
                         confidence="low",
                         claim_ids=ids,
                         indirect=True,
+                        added_by="ranking",
                     )
                 )
     return out[:MAX_ROOT_CAUSES]
@@ -187,59 +200,100 @@ def _citing(claims: list[Claim], ledger: dict[str, LedgerEntry], tool: str) -> d
     return found
 
 
+def _analysis(claims: list[Claim], causes: list[RootCause], hypotheses: list[Hypothesis]) -> list[AnalysisItem]:
+    """Findings, then guidance, then hypotheses, each labelled with its kind."""
+    resting = {i for c in causes for i in c.claim_ids}
+    items: list[AnalysisItem] = []
+    for c in sorted(claims, key=lambda c: c.claim_type == "guidance"):
+        keys = sorted({b.source_id for b in c.evidence_bindings})
+        guidance = c.claim_type == "guidance"
+        items.append(
+            AnalysisItem(
+                id=f"A-{len(items) + 1:03d}",
+                text=c.claim_text,
+                status="CRITICAL" if c.claim_id in resting or c.claim_type == "root_cause" else "NORMAL",
+                evidence_keys=keys,
+                kind="guidance" if guidance else "finding",
+                source=keys[0] if guidance and keys else None,
+                added=c.support_level == "added",
+            )
+        )
+    for h in hypotheses:
+        items.append(
+            AnalysisItem(
+                id=f"A-{len(items) + 1:03d}",
+                text=h.hypothesis_text,
+                kind="hypothesis",
+                needs="; ".join(n for n in h.needed_evidence if n) or None,
+            )
+        )
+    return items
+
+
+def _added_guidance(ledger: dict[str, LedgerEntry], n: int = ADDED_GUIDANCE) -> list[Claim]:
+    """The runbook sentences the lookup found first (diagnosis before symptoms), as guidance the system
+    added: for an answer whose model picked none, so the user still gets what the runbook says."""
+    spans = [s for s in build_catalog(ledger, 40) if s.tool_name == "lookup_knowledge" and not s.describes_symptoms]
+    return [
+        Claim(
+            claim_id=f"guide-{k}",
+            claim_type="guidance",
+            claim_text=s.text,
+            support_level="added",
+            evidence_bindings=[
+                EvidenceBinding(
+                    source_type="tool_trace",
+                    source_id=s.key,
+                    tool_name=s.tool_name,
+                    source_invocation_ids=[s.call_id],
+                    evidence_excerpt=s.text,
+                )
+            ],
+        )
+        for k, s in enumerate(spans[:n], 1)
+    ]
+
+
 def report(
-    evidence: ExecutorEvidence, ledger: dict[str, LedgerEntry], lang: str, verdict: VerifierOutput | None = None
+    evidence: ExecutorEvidence,
+    ledger: dict[str, LedgerEntry],
+    lang: str,
+    verdict: VerifierOutput | None = None,
+    scope: QuestionScope | None = None,
 ) -> Release:
     supported = supported_claims(evidence, verdict)
     claims = [c for c in supported if not quotes_instructions(c.claim_text)]
+    hypotheses = [h for h in evidence.hypotheses if not quotes_instructions(h.hypothesis_text)]
+    if not any(c.claim_type == "guidance" for c in claims):
+        claims += _added_guidance(ledger)
     if not claims:
         # Say why: the instruction guard withheld what was supported, or nothing was supported at all.
         gap = REMOVED[lang] if supported else UNSUPPORTED[lang]
-        return fallback("INSUFFICIENT_EVIDENCE", lang, [], verdict, [gap], [], ledger, None)
-    dropped = len(claims) < len(evidence.claims)
-    said = _said(claims)
-    analysis = [
-        AnalysisItem(
-            id=f"A-{n:03d}",
-            text=c.claim_text,
-            status="CRITICAL" if c.claim_type == "root_cause" else "NORMAL",
-            evidence_keys=sorted({b.source_id for b in c.evidence_bindings}),
-        )
-        for n, c in enumerate(claims, 1)
-    ]
+        return fallback("INSUFFICIENT_EVIDENCE", lang, [], verdict, [gap], [], ledger, None, scope)
+    findings = [c for c in claims if c.claim_type != "guidance"]
+    dropped = len(findings) < len([c for c in evidence.claims if c.claim_type != "guidance"])
+    said = _said(claims) + " " + " ".join(h.hypothesis_text for h in hypotheses)
+    causes = root_causes(evidence, claims, ledger, scope)
+    analysis = _analysis(claims, causes, hypotheses)
     summary = evidence.diagnosis_summary.strip()
     if dropped or not summary or quotes_instructions(summary) or not _rests_on(summary, said):
-        # The conclusion restates what was released, not a draft that included dropped claims or said
-        # more than the released claims and their evidence (the 0.5B's summaries add causes: "high
-        # request rates due to increased traffic" beside a claim about a deploy).
-        lead = [c for c in claims if c.claim_type == "root_cause"] or claims
-        summary = " ".join(c.claim_text.rstrip(".。") + ("。" if lang == "zh" else ".") for c in lead[:2])
+        # The model's summary is released as written or not at all: one that rested on a dropped finding
+        # or says more than what was released gives way to the first finding, as the model wrote it.
+        summary = findings[0].claim_text if findings else NO_FINDING[lang]
     used = sorted({e.tool_name for e in ledger.values() if e.result.status == "success"})
-    scope = ("证据来源：" if lang == "zh" else "Evidence from: ") + (", ".join(used) or NONE[lang])
-    # Actions and recommendations come from the released claims: one whose words are not mostly in
-    # them or their evidence is the model's own advice ("Deploy the payment-service service to improve
-    # its performance" for a 5xx-after-deploy question) and is not released.
-    actions = [
-        a.action_text
-        for a in evidence.recommended_actions
-        if not quotes_instructions(a.action_text) and _rests_on(a.action_text, said)
-    ]
+    scope_text = ("证据来源：" if lang == "zh" else "Evidence from: ") + (", ".join(used) or NONE[lang])
+    missing = [m for m in evidence.missing_info if not quotes_instructions(m)]
+    unseen = limitation(scope, lang) if scope is not None else None
     payload = DiagnosisReportPayload(
         report=Report(
             conclusion=Conclusion(text=summary, based_on_analysis_ids=[a.id for a in analysis]),
             analysis=analysis,
-            action_plan=actions,
-            recommendations=[
-                h.hypothesis_text
-                for h in evidence.hypotheses
-                if not quotes_instructions(h.hypothesis_text) and _rests_on(h.hypothesis_text, said)
-            ],
-            limitations=Limitations(
-                scope=scope, missing_info=[m for m in evidence.missing_info if not quotes_instructions(m)]
-            ),
+            action_plan=[],
+            recommendations=[],
+            limitations=Limitations(scope=scope_text, missing_info=[unseen, *missing] if unseen else missing),
         ),
         references=_references(claims, ledger),
-        root_causes=root_causes(evidence, claims, ledger),
+        root_causes=causes,
     )
     return Release("DIAGNOSIS_REPORT", payload, "SUCCESS", summary, summary)
 
@@ -279,14 +333,23 @@ def fallback(
     steps: list[str],
     ledger: dict[str, LedgerEntry],
     cited: ExecutorEvidence | None,
+    scope: QuestionScope | None = None,
 ) -> Release:
     """``confirmed_claims``: claims that passed the guard (never rejected ones); with a verdict, only
-    the facts it found directly evidenced count as confirmed. ``gaps`` are sentences for the user."""
+    the findings it found directly evidenced count as confirmed, never a runbook's guidance (that is a
+    next step, attributed to its runbook). ``gaps`` are sentences for the user."""
+    drafted = [*confirmed_claims, *(cited.claims if cited is not None else [])]
+    guidance = {c.claim_text: c for c in drafted if c.claim_type == "guidance"}
     if verdict is not None:
         confirmed = [f.fact for f in verdict.facts_checked if f.verification == "direct_evidence"]
     else:
         confirmed = [c.claim_text for c in confirmed_claims]
-    confirmed = [c for c in confirmed if not quotes_instructions(c)]
+    confirmed = [c for c in confirmed if not quotes_instructions(c) and c not in guidance]
+    if not steps:
+        steps = [_attributed(c) for c in list(guidance.values()) or _added_guidance(ledger)]
+    unseen = limitation(scope, lang) if scope is not None else None
+    if unseen:
+        gaps = [unseen, *gaps]
     failures = tool_failures(ledger)
     if kind == "INSUFFICIENT_EVIDENCE" and failures:
         kind, gaps = "TOOL_ERROR", [*failures, *gaps]
@@ -304,6 +367,12 @@ def fallback(
         fallback_type=kind, text=text, confirmed=confirmed, gaps=all_gaps, next_steps=steps, references=refs
     )
     return Release("SAFE_FALLBACK", payload, "FALLBACK", text, head)
+
+
+def _attributed(claim: Claim) -> str:
+    """A runbook sentence as a next step, with the runbook it is from."""
+    source = claim.evidence_bindings[0].source_id.split("#")[0] if claim.evidence_bindings else ""
+    return f"{claim.claim_text} ({source})" if source else claim.claim_text
 
 
 def tool_failures(ledger: dict[str, LedgerEntry]) -> list[str]:

@@ -290,8 +290,9 @@ def _with_rules(data: dict[str, Any], draft: ExecutorEvidence, decided: dict[str
         judged = {str(f.get("claim")) for f in facts}
         facts += [_rule_fact(c, False) for c in draft.claims if c.claim_id not in judged]  # unjudged: unverified
         # The model judged only the claims the rule could not; what the rule verified stands, and the
-        # model's no_evidence on the others drops just those from the report.
-        return {**data, "facts": facts, "verdict": "PASS"}
+        # model's no_evidence on the others drops just those from the report. Its REJECT stands too: a
+        # verifier model's REJECT is never overruled (DESIGN.md §8).
+        return {**data, "facts": facts, "verdict": "REJECT" if data.get("verdict") == "REJECT" else "PASS"}
     return {**data, "facts": facts}
 
 

@@ -29,7 +29,7 @@ QUESTION = (
 
 
 def _aliases(request: ModelRequest) -> list[str]:
-    return request.json_schema["properties"]["claims"]["items"]["properties"]["evidence"]["items"]["enum"]  # type: ignore[index]
+    return request.json_schema["properties"]["findings"]["items"]["properties"]["evidence"]["items"]["enum"]  # type: ignore[index]
 
 
 def _components(request: ModelRequest) -> list[str]:
@@ -56,14 +56,21 @@ class Analyst:
             self.components = _components(request)
             component = self.components[0]
             answer = {
-                "claims": [
-                    {"type": "root_cause", "text": text.format(component=component), "evidence": [_aliases(request)[0]]}
+                "findings": [
+                    {"text": text.format(component=component), "evidence": [_aliases(request)[0]]}
                     for text in self.texts
                 ],
-                "root_causes": [{"component": component, "category": "cpu", "confidence": "high", "claims": [1]}],
+                "root_causes": [
+                    {
+                        "component": component,
+                        "cause": "CPU saturation",
+                        "category": "cpu",
+                        "confidence": "high",
+                        "findings": [1],
+                    }
+                ],
+                "hypotheses": [],
                 "summary": f"{component} is the likely root cause.",
-                "actions": ["check its CPU limits"],
-                "missing_info": [],
             }
             return ModelResponse(json.dumps(answer), usage=usage)
         if "facts" in props:
@@ -167,8 +174,9 @@ async def test_a_claim_with_nothing_to_check_goes_to_the_verifier_model(nezha_da
 
 
 async def test_the_verifier_model_judges_only_what_the_rule_could_not(nezha_day: Path) -> None:
-    """One claim the rule verifies, one it cannot check: the model sees only the second; its REJECT
-    drops that claim and leaves the verified one standing."""
+    """One claim the rule verifies, one it cannot check: the model sees only the second. Its REJECT is
+    never overruled: the answer is a fallback that lists the verified finding as confirmed and
+    releases nothing of the rejected one."""
     model, sink = (
         Analyst(["REJECT"], "{component} deviates first in the ranking", "this looks like the cause"),
         ListSink(),
@@ -177,12 +185,14 @@ async def test_the_verifier_model_judges_only_what_the_rule_could_not(nezha_day:
         e async for e in _pipeline(model, sink).run(ChatRequest(Id="g6", Question=QUESTION), None, _options(nezha_day))
     ]
     content = next(e for e in events if isinstance(e, ContentEvent))
-    assert content.content_type == "DIAGNOSIS_REPORT"
+    assert content.content_type == "SAFE_FALLBACK"
+    assert [c for c in event_data(content)["payload"]["confirmed"] if "deviates first" in c]
     verifier = next(r for r in model.requests if r.stage == "verifier")
     assert "this looks like the cause" in verifier.messages[-1].content
     assert "deviates first" not in verifier.messages[-1].content
-    released = json.dumps(event_data(content), ensure_ascii=False)
-    assert "deviates first in the ranking" in released and "this looks like the cause" not in released
+    payload = event_data(content)["payload"]
+    assert payload["gaps"] == ["this looks like the cause (no evidence found)"]  # named as a gap, never confirmed
+    assert not [c for c in payload["confirmed"] if "looks like" in c]
 
 
 @pytest.mark.parametrize(
@@ -260,18 +270,28 @@ def test_spans_are_verbatim_and_citations_are_copied(nezha_day: Path) -> None:
     assert candidate_components(ledger) == ["svc", "db"]
     schema = answer_schema(spans, ["svc", "db"])
     assert schema["properties"]["root_causes"]["items"]["properties"]["component"]["enum"] == ["svc", "db"]
+    assert schema["properties"]["guidance"]["items"]["enum"] == ["E2", "E4"]  # runbook lines: guidance only
+    assert schema["properties"]["findings"]["items"]["properties"]["evidence"]["items"]["enum"] == ["E1", "E3"]
     data = {
-        "claims": [
-            {"type": "symptom", "text": "fabricated", "evidence": ["E9"]},  # not of this run: dropped
-            {"type": "root_cause", "text": "svc CPU jumped", "evidence": ["E1", "E1"]},
+        "findings": [
+            {"text": "fabricated", "evidence": ["E9"]},  # not of this run: dropped
+            {"text": "svc CPU jumped", "evidence": ["E1", "E1"]},
+            {"text": "a runbook line as a finding", "evidence": ["E2"]},  # runbook text is no finding: dropped
         ],
-        "root_causes": [{"component": "svc", "category": "cpu", "confidence": "high", "claims": [2, 1]}],
+        "root_causes": [
+            {"component": "svc", "cause": "CPU saturation", "category": "cpu", "confidence": "high", "findings": [2, 1]}
+        ],
+        "guidance": ["E2"],
+        "hypotheses": [],
         "summary": "svc is saturated",
-        "actions": [],
-        "missing_info": [],
     }
     evidence = to_evidence(data, spans)
-    assert isinstance(evidence, ExecutorEvidence) and [c.claim_text for c in evidence.claims] == ["svc CPU jumped"]
+    assert isinstance(evidence, ExecutorEvidence)
+    assert [(c.claim_type, c.claim_text) for c in evidence.claims] == [
+        ("finding", "svc CPU jumped"),
+        ("guidance", spans[1].text),
+    ]
+    assert evidence.root_causes[0].cause == "CPU saturation"
     binding = evidence.claims[0].evidence_bindings[0]
     assert (binding.source_id, binding.tool_name, binding.source_invocation_ids, binding.evidence_excerpt) == (
         "anomaly:svc:t",
@@ -281,4 +301,4 @@ def test_spans_are_verbatim_and_citations_are_copied(nezha_day: Path) -> None:
     )
     assert evidence.root_causes[0].claim_ids == ["claim-1"]
     with pytest.raises(AnswerError):
-        to_evidence({"claims": [{"type": "symptom", "text": "x", "evidence": ["E77"]}]}, spans)
+        to_evidence({"findings": [{"text": "x", "evidence": ["E77"]}]}, spans)
