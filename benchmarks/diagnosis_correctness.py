@@ -253,6 +253,7 @@ def main() -> None:
     default_model = (yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("llm", {}).get("model")
     model = args.model or default_model
     started = time.time()
+    provenance = stamp()  # the code that answers is the code at the start of the run
     if args.base_url:
         result = asyncio.run(measure(args.base_url, cases, offtopic))
     else:
@@ -264,7 +265,7 @@ def main() -> None:
             finally:
                 stop_service(proc)
     entry = {
-        **stamp(),
+        **provenance,
         "model": model,
         "questions": os.path.relpath(Path(args.questions).resolve(), ROOT),
         "split": "ids" if args.ids else args.split,

@@ -547,7 +547,40 @@ def diagnosis_quality(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n\nMeasured by " + "; ".join(stamps) + "."
 
 
+def diagnosis_correctness(data: dict[str, Any]) -> str:
+    """One column per run (model and split), the default model's report half first."""
+    runs = data["runs"]
+    default = f"{data.get('default_model')}/report"
+    names = sorted(runs, key=lambda n: (n != default, n))
+
+    def lang(e: dict[str, Any], code: str, key: str) -> str:
+        return _num((e["summary"]["by_lang"].get(code) or {}).get(key))
+
+    rows: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+        ("incident questions", lambda e: _int(e["summary"]["cases"])),
+        ("**correct_rate** (target ≥ 0.6)", lambda e: _num(e["summary"]["correct_rate"])),
+        ("correct, English / Chinese", lambda e: f"{lang(e, 'en', 'correct_rate')} / {lang(e, 'zh', 'correct_rate')}"),
+        ("correct, demo-incident questions", lambda e: _num(e["summary"]["telemetry_cases"]["correct_rate"])),
+        ("**misattributed_rate** (target ≤ 0.05)", lambda e: _num(e["summary"]["misattributed_rate"])),
+        ("fallback_rate", lambda e: _num(e["summary"]["fallback_rate"])),
+        ("runs without an answer", lambda e: _int(e["summary"]["no_answer"])),
+        ("off-topic answered as chat (target 1.0)", lambda e: _num(e["summary"]["chat_rate_offtopic"])),
+        ("decode, tok/s (same run)", lambda e: _num(e["summary"]["decode_tok_per_s"])),
+        ("ttr p50 / p95, s", lambda e: f"{_num(e['summary']['ttr_p50_s'])} / {_num(e['summary']['ttr_p95_s'])}"),
+        ("cost: ttr p50 × decode (target ≤ 600)", lambda e: _num(e["summary"]["cost_tokens"])),
+    ]
+    labels = [
+        f"`{n.split('/')[0]}`, {n.split('/')[1]} half" if n.split("/")[1] in ("report", "tune") else f"`{n}`"
+        for n in names
+    ]
+    lines = ["| | " + " | ".join(labels) + " |", "|---" * (len(names) + 1) + "|"]
+    lines += ["| " + name + " | " + " | ".join(cell(runs[n]) for n in names) + " |" for name, cell in rows]
+    stamps = [f"`{n}`: commit {runs[n]['commit']}, `{runs[n]['command']}`" for n in names]
+    return "\n".join(lines) + "\n\nMeasured by " + "; ".join(stamps) + "."
+
+
 BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
+    "diagnosis_correctness": ("diagnosis_correctness.json", diagnosis_correctness),
     "audit": ("audit.json", audit),
     "llm": ("llm.json", llm),
     "cpu_engine": ("cpu_engine.json", cpu_engine),

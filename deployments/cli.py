@@ -202,7 +202,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         store.close()
     print(
         f"ingested {report.documents} documents as {report.chunks} chunks "
-        f"({report.skipped} empty skipped); the collection holds {report.collection_total} chunks"
+        f"({report.skipped} empty skipped, {report.renamed} named by their folder: another file had their name); "
+        f"the collection holds {report.collection_total} chunks"
     )
     return 0
 

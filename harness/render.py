@@ -9,6 +9,19 @@ def _list(title: str, items: list[str]) -> list[str]:
     return [title, *[f"  - {i}" for i in items]] if items else []
 
 
+KINDS = {
+    "finding": "Findings (measured):",
+    "guidance": "Guidance (quoted from runbooks):",
+    "hypothesis": "Hypotheses (not shown by the evidence):",
+}
+
+
+def _cause(cause: dict[str, Any]) -> str:
+    text = f"{cause['component']}" + (f" — {cause['cause']}" if cause.get("cause") else "")
+    added = f", added from the {cause['added_by']}" if cause.get("added_by") else ""
+    return f"{text} ({cause.get('category', 'unknown')}, {cause.get('confidence', 'medium')}{added})"
+
+
 def render_content(content_type: str, payload: dict[str, Any]) -> str:
     if content_type == "CHAT_ANSWER":
         return str(payload["text"])
@@ -17,10 +30,17 @@ def render_content(content_type: str, payload: dict[str, Any]) -> str:
         return f"[SAFE_FALLBACK · {kind}]\n{payload['text']}"
     report = payload["report"]
     lines = ["[DIAGNOSIS_REPORT]", f"Conclusion: {report['conclusion']['text']}", ""]
-    lines.append("Analysis:")
-    for item in report["analysis"]:
-        keys = f"  [{', '.join(item['evidence_keys'])}]" if item.get("evidence_keys") else ""
-        lines.append(f"  {item['id']} ({item['status']}) {item['text']}{keys}")
+    causes = payload.get("root_causes") or []
+    lines.append("Root cause: " + ("; ".join(_cause(c) for c in causes) if causes else "none named"))
+    for kind, title in KINDS.items():
+        items = [i for i in report["analysis"] if i.get("kind", "finding") == kind]
+        if items:
+            lines.append(title)
+        for item in items:
+            keys = f"  [{', '.join(item['evidence_keys'])}]" if item.get("evidence_keys") else ""
+            added = " (added by raydiag)" if item.get("added") else ""
+            needs = f"  (would need: {item['needs']})" if item.get("needs") else ""
+            lines.append(f"  {item['id']} ({item['status']}) {item['text']}{keys}{added}{needs}")
     lines += _list("Action plan:", report.get("action_plan", []))
     lines += _list("Recommendations:", report.get("recommendations", []))
     lim = report["limitations"]

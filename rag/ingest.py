@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rag.chunking import Chunk, chunk_file
+from rag.chunking import Chunk, chunk_file, doc_id_for
 from rag.embedding import Embedder, Encoded
 from rag.store import KnowledgeStore
 
@@ -19,6 +19,7 @@ class IngestReport:
     documents: int = 0
     chunks: int = 0
     skipped: int = 0
+    renamed: int = 0  # documents whose file name another document of the same ingest already had
     collection_total: int = 0
 
 
@@ -29,6 +30,20 @@ def find_documents(path: Path) -> Iterator[Path]:
     for p in sorted(path.rglob("*")):
         if p.is_file() and p.suffix.lower() in SUFFIXES and not p.name.startswith(("_", ".")) and p.name != "README.md":
             yield p
+
+
+def _own_id(chunks: list[Chunk], path: Path, owners: dict[str, Path]) -> list[Chunk]:
+    """A document id no other file of this ingest has: two corpora document the same alert under the
+    same file name (KubePodCrashLooping.md in English and in Chinese), and the second would silently
+    replace the first. The later one is named by its folder too (``kubernetes-kubepodcrashlooping``)."""
+    doc_id = chunks[0].doc_id
+    if owners.setdefault(doc_id, path) == path:
+        return chunks
+    for parent in (path.parent, *path.parent.parents):
+        candidate = f"{doc_id_for(Path(parent.name or 'doc'))}-{doc_id}"
+        if owners.setdefault(candidate, path) == path:
+            return [replace(c, doc_id=candidate) for c in chunks]
+    return chunks
 
 
 def ingest_paths(
@@ -43,11 +58,15 @@ def ingest_paths(
     report = IngestReport()
     files = [f for p in paths for f in find_documents(p)]
     pending: list[tuple[str, list[Chunk], Encoded]] = []
+    owners: dict[str, Path] = {}
     for n, path in enumerate(files, 1):
         chunks: list[Chunk] = chunk_file(path, domain=domain, max_chars=max_chars)
         if not chunks:
             report.skipped += 1
             continue
+        chunks = _own_id(chunks, path, owners)
+        if chunks[0].doc_id != doc_id_for(path):
+            report.renamed += 1
         texts = [c.embed_text for c in chunks]
         vectors = Encoded.concat([embedder.encode_sync(texts[i : i + batch]) for i in range(0, len(texts), batch)])
         pending.append((chunks[0].doc_id, chunks, vectors))

@@ -117,18 +117,44 @@ function renderReferenceList(refs, keys, used) {
   return out;
 }
 
+const KIND_TITLES = {
+  finding: "Findings — what the tools measured",
+  guidance: "Guidance — what the runbooks say to check or do (quoted)",
+  hypothesis: "Hypotheses — suggested by the evidence, not shown by it",
+};
+
+function renderAnalysisItem(a, refs, used) {
+  const badges = [el("span", { class: "badge kind-" + (a.kind || "finding"), text: a.kind || "finding" })];
+  if (a.status !== "NORMAL") badges.push(el("span", { class: "badge warn", text: a.status }));
+  if (a.added) badges.push(el("span", { class: "badge", text: "added by raydiag" }));
+  return el("div", { class: "analysis " + a.status + " kind-" + (a.kind || "finding") },
+    el("div", {}, badges, el("code", { text: a.id }), " ", a.text,
+      a.source ? el("span", { class: "muted", text: "  — runbook " + a.source }) : null,
+      a.needs ? el("div", { class: "muted", text: "would need: " + a.needs }) : null),
+    renderReferenceList(refs, a.evidence_keys || [], used));
+}
+
+function renderRootCauses(causes) {
+  if (!causes || !causes.length) return [el("h4", { text: "Root cause" }), el("p", { class: "muted", text: "none named: the evidence does not show one" })];
+  return [el("h4", { text: "Root cause" }), el("ul", {}, causes.map((c) => el("li", {},
+    el("strong", { text: c.component }), c.cause ? " — " + c.cause : "",
+    el("span", { class: "muted", text: "  (" + c.category + ", " + c.confidence + " confidence" +
+      (c.added_by ? ", added from the " + c.added_by : "") + ")" }))))];
+}
+
 function renderReport(payload) {
   const r = payload.report;
   const refs = payload.references || [];
   const used = new Set();
+  const kinds = ["finding", "guidance", "hypothesis"];
   return el("div", { class: "report" },
-    el("div", { class: "banner success", text: "Diagnosis report — every claim cites a tool call" }),
+    el("div", { class: "banner success", text: "Diagnosis report — findings cite tool calls, guidance quotes runbooks" }),
     el("h4", { text: "Conclusion" }), el("p", { class: "conclusion", text: r.conclusion.text }),
-    el("h4", { text: "Analysis" }),
-    r.analysis.map((a) => el("div", { class: "analysis " + a.status },
-      el("div", {}, el("span", { class: "badge" + (a.status === "NORMAL" ? "" : " warn"), text: a.status }),
-        el("code", { text: a.id }), " ", a.text),
-      renderReferenceList(refs, a.evidence_keys || [], used))),
+    renderRootCauses(payload.root_causes),
+    kinds.map((kind) => {
+      const items = r.analysis.filter((a) => (a.kind || "finding") === kind);
+      return items.length ? [el("h4", { text: KIND_TITLES[kind] }), items.map((a) => renderAnalysisItem(a, refs, used))] : null;
+    }),
     r.action_plan.length ? [el("h4", { text: "Action plan" }), el("ol", {}, r.action_plan.map((x) => el("li", { text: x })))] : null,
     r.recommendations.length ? [el("h4", { text: "Recommendations" }), el("ul", {}, r.recommendations.map((x) => el("li", { text: x })))] : null,
     el("h4", { text: "Limitations" }), el("p", { text: r.limitations.scope }),
@@ -146,7 +172,7 @@ function renderFallback(payload) {
     el("div", { class: "banner fallback", text: (label[payload.fallback_type] || "Safe fallback") + " (" + payload.fallback_type + ")" }),
     payload.confirmed.length ? [el("h4", { text: "Confirmed" }), el("ul", {}, payload.confirmed.map((x) => el("li", { text: x })))] : null,
     payload.gaps.length ? [el("h4", { text: "Evidence gaps" }), el("ul", {}, payload.gaps.map((x) => el("li", { text: x })))] : null,
-    payload.next_steps.length ? [el("h4", { text: "Suggested next steps" }), el("ul", {}, payload.next_steps.map((x) => el("li", { text: x })))] : null,
+    payload.next_steps.length ? [el("h4", { text: "Suggested next steps (runbook guidance, quoted)" }), el("ul", {}, payload.next_steps.map((x) => el("li", { text: x })))] : null,
     payload.references.length ? [el("h4", { text: "References" }), renderReferenceList(payload.references,
       payload.references.map((r) => r.tool_call_id || r.source))] : null);
 }

@@ -59,6 +59,22 @@ def test_reingest_is_idempotent_and_replaces_changed_files(
     assert store.count() == before + 1
 
 
+def test_two_files_of_one_name_are_two_documents(
+    store: KnowledgeStore, embedder: Usem3Embedder, tmp_path: Path
+) -> None:
+    """Two corpora document the same alert under one file name: both are kept, the second named by its
+    folder, and ingesting the same files again replaces rather than adds."""
+    docs = (("en", "# Alert X\n\nCheck the pod's memory limit."), ("zh", "# 告警 X\n\n检查 Pod 的内存限制。"))
+    for folder, text in docs:
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "AlertX.md").write_text(text, encoding="utf-8")
+    before = store.count()
+    report = ingest_paths([tmp_path / "en", tmp_path / "zh"], store, embedder, progress=False)
+    assert (report.documents, report.renamed, store.count()) == (2, 1, before + 2)
+    ingest_paths([tmp_path / "en", tmp_path / "zh"], store, embedder, progress=False)
+    assert store.count() == before + 2
+
+
 async def test_hikaricp_question_finds_the_runbook_in_both_languages(store: Any, embedder: Usem3Embedder) -> None:
     svc = service(store, embedder)
     en = await svc.lookup("MySQL connection pool exhausted HikariCP diagnosis", "call_1")
