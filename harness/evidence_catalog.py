@@ -48,6 +48,34 @@ def _sentences(text: str) -> list[str]:
     return out
 
 
+# What makes a runbook sentence worth showing an on-call engineer: it says why something happens or what
+# to look at (English and Chinese markers), or it sits in a section about causes and diagnosis.
+_TELLS = re.compile(
+    r"\b(?:caus\w*|due to|because|result\w*|usually|typically|common\w*|often|can be|may be|might|lead\w*|"
+    r"trigger\w*|exhaust\w*|leak\w*|misconfigur\w*|limit\w*|fail\w*|check\w*|verify|look for)\b|"
+    r"原因|导致|由于|因为|通常|可能|常见|引起|造成|检查|排查|确认",
+    re.IGNORECASE,
+)
+_DIAGNOSIS_SECTION = re.compile(
+    r"diagnos|cause|meaning|troubleshoot|investigat|排查|原因|诊断|含义|分析", re.IGNORECASE
+)
+
+
+def _telling(sentences: list[str], heading: str) -> list[str]:
+    """A block's ``SPANS_PER_RUNBOOK_BLOCK`` sentences that say most about causes and checks, in the
+    block's order: a chunk's first two sentences were often a greeting or a shell prompt ("Dave, I have
+    observed latency spikes…", "> CONFIG SET …") while the cause sat further down."""
+    section = 2 if _DIAGNOSIS_SECTION.search(heading.split(">")[-1]) else 0
+
+    def worth(i: int) -> float:
+        text = sentences[i]
+        words = len(text.split()) if not re.search(r"[\u4e00-\u9fff]", text) else len(text) / 2
+        return section + min(2, len(_TELLS.findall(text))) - (2 if words < 6 else 0) - i * 0.01
+
+    best = sorted(range(len(sentences)), key=worth, reverse=True)[:SPANS_PER_RUNBOOK_BLOCK]
+    return [sentences[i] for i in sorted(best)]
+
+
 def _describes_symptoms(block: dict[str, object]) -> bool:
     section = str(block.get("heading") or "").split(">")[-1]
     return bool(_SYMPTOM_SECTION.search(section))
@@ -66,7 +94,7 @@ def _entry_spans(entry: LedgerEntry) -> list[tuple[str, str, bool]]:
         key, text = str(block["key"]), str(block["text"])
         if entry.tool_name == "lookup_knowledge":
             symptoms = _describes_symptoms(block)
-            spans += [(key, s, symptoms) for s in _sentences(text)[:SPANS_PER_RUNBOOK_BLOCK]]
+            spans += [(key, s, symptoms) for s in _telling(_sentences(text), str(block.get("heading") or ""))]
         else:
             spans.append((key, text[:SPAN_CHARS], False))
     return spans

@@ -223,7 +223,7 @@ class DiagnosisPipeline:
             verdict = await verify(ctx, payload, round_no, guard.kept if constructed else None)
             evaluation["verifier_evaluation"] = self._evaluation(verdict, round_no, payload.model_dump())
             if verdict.verdict == "PASS":
-                release = report(guard.kept, ctx.boundary.ledger, ctx.lang, verdict, ctx.scope)
+                release = report(guard.kept, ctx.boundary.ledger, ctx.lang, verdict, ctx.scope, ctx.question)
                 break
             gaps = evidence_gaps(verdict)
             if verdict.verdict == "REJECT":

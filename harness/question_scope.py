@@ -7,9 +7,11 @@ demo service. So a service's telemetry is evidence for a question only when
 
 - the question names the service (``payment-service``, ``payment service``), or a service that calls it
   or that it calls (the dependency edges the tools returned), or
-- the question names a signal only that service's telemetry holds (a distinctive word of its metric
-  names or log templates: "HikariCP", "mysql"; generic words such as latency, errors, cpu do not count:
-  every service has them), or
+- the question names what the service runs, as its telemetry names it: a metric namespace
+  (``hikaricp``_connections_active, ``mysql``_slow_queries) or an identifier in its logs
+  (HikariPool-1, SQLTransientConnectionException); generic namespaces (http, process, jvm) and plain
+  words of log messages do not count: every service has them, or
+
 - the run's telemetry was chosen for this question by the service itself (the RCA evaluation's replay
   of one labelled fault): then all of it is.
 
@@ -32,6 +34,9 @@ _EDGE = re.compile(r"^dep:(.+?)->(.+)$")
 _WORD = re.compile(r"[a-z][a-z0-9]+")
 _IDENT = re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")  # order-service, product-catalog, node-7
 _CJK = re.compile(r"[\u4e00-\u9fff]")
+_METRIC = re.compile(r"\b([a-z][a-z0-9]*)_[a-z0-9_]+\b")  # hikaricp_connections_active -> hikaricp
+# Mixed-case identifiers (HikariPool, SQLTransientConnectionException), without a trailing -1 or digits.
+_IDENTIFIER = re.compile(r"\b([A-Za-z]*[a-z][A-Z][A-Za-z]*|[A-Z]{2,}[a-z][A-Za-z]*)")
 
 # Words any service's telemetry (or any incident question) holds: they tie a question to no service.
 GENERIC = set(
@@ -44,10 +49,14 @@ GENERIC = set(
     since after before when what why how root cause causes diagnosis check about users user see seeing
     minutes minute hour hours ago now get post put delete java jvm gc pause pauses thread threads process
     system systems cluster value values peak baseline spread deviation window its above below more less
+    go golang python node_exporter kube kubernetes container_cpu
     """.split()
 )
 # Hyphenated words that are phrases, not component names (out-of-memory, read-only, non-zero).
-PHRASE_WORDS = set("of in on to up out by per read write only non re pre multi real long short high low".split())
+PHRASE_WORDS = set(
+    "of in on to up out by per read write only non re pre multi real long short high low level version based side "
+    "wide time term party".split()
+)
 # Components and technologies a question can name (for the plain "no telemetry for X" sentence).
 TECHNOLOGIES = set(
     """
@@ -55,6 +64,7 @@ TECHNOLOGIES = set(
     rabbitmq nginx haproxy envoy istio coredns dns kubelet apiserver scheduler prometheus alertmanager
     grafana loki jaeger tidb tikv pd cassandra memcached consul vault ceph minio s3 nfs kube-proxy
     ingress clickhouse hbase hdfs spark flink jenkins gitlab patroni pgbouncer hikaricp
+    rds aurora dynamodb bigquery cloudsql spanner cosmosdb gcs sqs sns kinesis pubsub elasticache memorystore
     """.split()
 )
 
@@ -123,8 +133,19 @@ def _telemetry(ledger: dict[str, LedgerEntry]) -> tuple[dict[str, set[str]], lis
                 continue
             service = service_of_key(key)
             if service:
-                vocab.setdefault(service, set()).update(_words(text) - _name_words(service))
+                vocab.setdefault(service, set()).update(signal_names(text) - _name_words(service))
     return vocab, edges
+
+
+def signal_names(text: str) -> set[str]:
+    """The words of an evidence line that name what a service runs, not what any service does: a metric
+    name's namespace (``hikaricp``_connections_active, ``mysql``_slow_queries; by Prometheus convention the
+    exporter or library) and identifiers in log lines (HikariPool-1, SQLTransientConnectionException).
+    Plain words of a log message ("orders", "update", "slow") name nothing: a question about a
+    shop's orders is not about the service whose log mentions an orders table."""
+    names = {m.group(1).lower() for m in _METRIC.finditer(text)}
+    names |= {w.lower() for w in _IDENTIFIER.findall(text)}
+    return {n for n in names if n not in GENERIC and len(n) >= 3}
 
 
 # Common service and signal words of Chinese incident reports, in the English that service names and
@@ -189,14 +210,18 @@ def question_scope(question: str, ledger: dict[str, LedgerEntry], whole: bool = 
     absent = [
         t
         for t in dict.fromkeys(_IDENT.findall(text.lower()))
-        if not set(t.split("-")) & PHRASE_WORDS and not any(_collapsed(t) in _collapsed(s) for s in seen)
+        if not set(t.split("-")) & PHRASE_WORDS
+        and not any(_collapsed(t) in _collapsed(s) for s in seen)
+        and t.split("-")[0] not in held  # HikariPool-1: a name the telemetry's own logs use
     ]
     absent += [w for w in sorted(distinctive & TECHNOLOGIES) if w not in held and not any(w in s for s in seen)]
     absent = [a for a in dict.fromkeys(absent) if not any(a in b and a != b for b in absent)]
     if named:
         services = _neighbours(named, edges)
         return QuestionScope(frozenset(services), seen, tuple(absent), "the question names it", tuple(named))
-    matched = {s for s, v in vocab.items() if v & distinctive}
+    # A namespace match counts only when the question names no other component: "tidb-server … Lost
+    # connection to MySQL server" is about TiDB, not about every service with a mysql_ metric.
+    matched = {s for s, v in vocab.items() if v & distinctive} if not absent else set()
     if matched:
         shared = sorted({w for s in matched for w in vocab[s] & distinctive})
         return QuestionScope(frozenset(matched), seen, tuple(absent), "the question names " + ", ".join(shared))

@@ -98,11 +98,15 @@ def answer_schema(spans: list[Span], components: list[str]) -> dict[str, Any]:
     if runbook:
         properties["guidance"] = {
             "type": "array",
+            # Without measured evidence the runbooks are the answer: at least one line of them.
+            "minItems": 0 if measured else 1,
             "maxItems": MAX_GUIDANCE,
             "items": {"type": "string", "enum": runbook},
         }
     properties["hypotheses"] = {
         "type": "array",
+        # Without findings, the likely causes are what the engineer asked for: name at least one, as such.
+        "minItems": 0 if measured else 1,
         "maxItems": MAX_HYPOTHESES,
         "items": {
             "type": "object",
@@ -236,9 +240,9 @@ def to_evidence(data: dict[str, Any], spans: list[Span], components: list[str] |
         for h in data.get("hypotheses") or []
         if isinstance(h, dict) and str(h.get("text", "")).strip()
     ]
-    summary = str(data.get("summary", "")).strip()[:300]
-    if not claims and not hypotheses:
-        raise AnswerError("the answer has neither a finding, nor guidance, nor a hypothesis")
+    summary = whole_sentences(str(data.get("summary", "")))
+    if not isinstance(data.get("summary"), str) and not claims:
+        raise AnswerError("the answer has no summary and no finding: not this run's schema")
     evidence = ExecutorEvidence(
         diagnosis_summary=summary,
         claims=claims,
@@ -247,6 +251,19 @@ def to_evidence(data: dict[str, Any], spans: list[Span], components: list[str] |
         root_causes=causes,
     )
     return merge_repeats(evidence)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
+
+
+def whole_sentences(text: str, limit: int = 300) -> str:
+    """The text's complete sentences, each once: a small model repeats itself until the length cap cuts
+    it mid-word ("… indicating that there are more connections available compared to the maximum. We")."""
+    text = " ".join(text.split())[:limit]
+    parts = [p.strip() for p in _SENTENCE_END.split(text) if p.strip()]
+    if parts and not re.search(r"[.!?。！？]$", parts[-1]) and len(text) >= limit - 80:
+        parts = parts[:-1]  # cut off by the cap, not ended by the model
+    return " ".join(dict.fromkeys(parts))
 
 
 def _same_words(text: str) -> str:

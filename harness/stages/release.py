@@ -104,6 +104,7 @@ NO_FINDING = {
     "en": "The telemetry shows no finding about this question; the runbook guidance below says what to check.",
     "zh": "遥测数据中没有与该问题相关的发现；下面的运维手册指导说明了要检查的内容。",
 }
+LIKELY = {"en": "Likely, not confirmed: ", "zh": "可能的原因（未经证实）："}
 NO_ANSWER = {
     "en": "The diagnosis step gave no usable answer ({status}).",
     "zh": "诊断步骤没有给出可用的回答（{status}）。",
@@ -260,10 +261,17 @@ def report(
     lang: str,
     verdict: VerifierOutput | None = None,
     scope: QuestionScope | None = None,
+    question: str = "",
 ) -> Release:
     supported = supported_claims(evidence, verdict)
     claims = [c for c in supported if not quotes_instructions(c.claim_text)]
-    hypotheses = [h for h in evidence.hypotheses if not quotes_instructions(h.hypothesis_text)]
+    # A hypothesis that restates the question is no hypothesis (the 0.5B writes the symptom back).
+    hypotheses = [
+        h
+        for h in evidence.hypotheses
+        if not quotes_instructions(h.hypothesis_text) and not echoes(h.hypothesis_text, question)
+    ]
+    hypotheses = list({h.hypothesis_text: h for h in hypotheses}.values())
     if not any(c.claim_type == "guidance" for c in claims):
         claims += _added_guidance(ledger)
     if not claims:
@@ -276,14 +284,29 @@ def report(
     causes = root_causes(evidence, claims, ledger, scope)
     analysis = _analysis(claims, causes, hypotheses)
     summary = evidence.diagnosis_summary.strip()
-    if dropped or not summary or quotes_instructions(summary) or not _rests_on(summary, said):
+    unseen = limitation(scope, lang) if scope is not None else None
+    # Without findings the summary claims nothing measured: it may use the question's words beside what
+    # the runbooks and hypotheses say, but one that only restates the question answers nothing. With
+    # findings it rests on them and their evidence only.
+    basis = said if findings else f"{said} {question}"
+    if (
+        dropped
+        or not summary
+        or quotes_instructions(summary)
+        or not _rests_on(summary, basis)
+        or (not findings and echoes(summary, question))
+    ):
         # The model's summary is released as written or not at all: one that rested on a dropped finding
-        # or says more than what was released gives way to the first finding, as the model wrote it.
-        summary = findings[0].claim_text if findings else NO_FINDING[lang]
+        # or says more than what was released gives way to the first finding, as the model wrote it, or
+        # to a plain sentence of what could not be looked at and the model's first hypothesis, labelled.
+        if findings:
+            summary = findings[0].claim_text
+        else:
+            head = unseen or NO_FINDING[lang]
+            summary = f"{head} {LIKELY[lang]}{hypotheses[0].hypothesis_text}" if hypotheses else head
     used = sorted({e.tool_name for e in ledger.values() if e.result.status == "success"})
     scope_text = ("证据来源：" if lang == "zh" else "Evidence from: ") + (", ".join(used) or NONE[lang])
     missing = [m for m in evidence.missing_info if not quotes_instructions(m)]
-    unseen = limitation(scope, lang) if scope is not None else None
     payload = DiagnosisReportPayload(
         report=Report(
             conclusion=Conclusion(text=summary, based_on_analysis_ids=[a.id for a in analysis]),
@@ -301,6 +324,14 @@ def report(
 # The share of a conclusion's or action's content words that must occur in the released claims or
 # their cited evidence for it to be released as written.
 RESTS_ON = 0.5
+
+
+ECHO = 0.8  # the share of a text's content words that are the question's, for it to be the question again
+
+
+def echoes(text: str, question: str) -> bool:
+    """The text mostly restates the question (its content words are the question's)."""
+    return bool(question) and content_overlap(text, question) >= ECHO
 
 
 def _said(claims: list[Claim]) -> str:
