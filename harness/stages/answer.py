@@ -28,12 +28,15 @@ from harness.contracts import (
     RootCause,
 )
 from harness.evidence_catalog import Span
-from harness.stages.support_check import completing_spans
+from harness.stages.support_check import completing_spans, content_overlap
 
 ANSWER_VERSION = "executor_answer_v1"
 # A small model copies an evidence line with its label ("E3 [lookup_knowledge] ..."): the label is
 # the prompt's, not the finding's, and would fail the key-term check as a word no excerpt contains.
-_EVIDENCE_LABEL = re.compile(r"^\s*E\d+\s*\[[a-z_]+\]\s*")
+_EVIDENCE_LABEL = re.compile(r"\s*\bE\d+\s*\[[^\]\n]{1,80}\]\s*")
+# A statement whose words are mostly one runbook sentence's is that runbook's text, whatever it cites:
+# it is guidance (released as such, attributed), never the model's finding or hypothesis.
+RUNBOOK_COPY = 0.7
 _REASON = re.compile(r"\s*\([^()]*\)\s*$")  # the reason missing_facts() appends
 MAX_CLAIMS = 3
 MAX_ROOT_CAUSES = 2
@@ -162,6 +165,31 @@ class AnswerError(ValueError):
     """An answer that does not fit the run's schema (an engine that ignored the schema)."""
 
 
+FINDING_CAP = 160  # the schema's maxLength for a finding
+
+
+def _whole_items(text: str) -> str:
+    """A finding cut by the length cap ends at its last complete item ("…; hikaricp_conne" loses the
+    half-written item: a metric name cut in two names nothing)."""
+    if len(text) < FINDING_CAP - 5:
+        return text
+    cut = max(text.rfind(sep) for sep in (";", "; ", ",", "，", "；", ". "))
+    return text[:cut].rstrip(" ,;，；") if cut > FINDING_CAP // 3 else text
+
+
+def _unlabelled(text: str) -> str:
+    """The text without the evidence list's labels a small model copies ("E3 [mysql-deadlock-zh] …")."""
+    return " ".join(_EVIDENCE_LABEL.sub(" ", text).split())
+
+
+def copies_runbook(text: str, spans: list[Span], cited: list[Span]) -> bool:
+    """The text is mostly one runbook sentence of this run's evidence, and more that sentence than the
+    measured lines it cites (a faithful reading of a metric line shares its words with the line)."""
+    runbook = max((content_overlap(text, s.text) for s in spans if _is_runbook(s)), default=0.0)
+    measured = max((content_overlap(text, s.text) for s in cited if not _is_runbook(s)), default=0.0)
+    return runbook >= RUNBOOK_COPY and runbook > measured
+
+
 def _binding(span: Span) -> EvidenceBinding:
     return EvidenceBinding(
         source_type="tool_trace",
@@ -187,7 +215,9 @@ def to_evidence(data: dict[str, Any], spans: list[Span], components: list[str] |
         cited = [s for s in cited if not _is_runbook(s)]
         if not cited:
             continue  # cites nothing measured in this run (an engine that ignored the schema): not a finding
-        text = _EVIDENCE_LABEL.sub("", str(raw.get("text", ""))).strip()[:200]
+        text = _whole_items(_unlabelled(str(raw.get("text", "")))[:200])
+        if copies_runbook(text, spans, cited):
+            continue
         if components is not None:
             cited += [s for s in completing_spans(text, cited, spans, components) if not _is_runbook(s)]
         numbers[n] = f"claim-{len(claims) + 1}"
@@ -233,14 +263,15 @@ def to_evidence(data: dict[str, Any], spans: list[Span], components: list[str] |
         )
     hypotheses = [
         Hypothesis(
-            hypothesis_text=str(h.get("text", "")).strip()[:200],
+            hypothesis_text=_unlabelled(str(h.get("text", "")))[:200],
             basis="",
             needed_evidence=[str(h.get("needs", "")).strip()[:160]],
         )
         for h in data.get("hypotheses") or []
-        if isinstance(h, dict) and str(h.get("text", "")).strip()
+        if isinstance(h, dict) and _unlabelled(str(h.get("text", "")))
     ]
-    summary = whole_sentences(str(data.get("summary", "")))
+    hypotheses = [h for h in hypotheses if not copies_runbook(h.hypothesis_text, spans, [])]
+    summary = whole_sentences(_unlabelled(str(data.get("summary", ""))))
     if not isinstance(data.get("summary"), str) and not claims:
         raise AnswerError("the answer has no summary and no finding: not this run's schema")
     evidence = ExecutorEvidence(

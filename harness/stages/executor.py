@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from harness.contracts import ExecutorEvidence, ExecutorOutputParseStatus, PlannerPlan, RetryContext, StatusEvent
 from harness.evidence_catalog import Span, build_catalog, candidate_components
 from harness.model import Message, ModelResponse, ToolCall
-from harness.playbook import run_playbook
+from harness.playbook import CATEGORY_QUERIES, run_playbook
 from harness.prompts import render
 from harness.question_scope import QuestionScope, limitation, question_scope, service_of_key
 from harness.stages.answer import (
@@ -34,6 +34,7 @@ from harness.stages.answer import (
     to_evidence,
 )
 from harness.stages.base import RunContext, call_model, extract_json, history_messages, run_tool
+from harness.tools.base import LedgerEntry
 
 EXECUTOR_SCHEMA = ExecutorEvidence.model_json_schema()
 _EDGE = re.compile(r"^dep:(.+?)->(.+)$")
@@ -132,11 +133,23 @@ def _in_scope(scope: QuestionScope) -> Callable[[str], bool]:
     return admit
 
 
+_CATEGORY_QUERIES = {q for queries in CATEGORY_QUERIES.values() for q in queries.values()}
+
+
+def _category_lookup(entry: LedgerEntry) -> bool:
+    return entry.tool_name == "lookup_knowledge" and entry.args.get("query") in _CATEGORY_QUERIES
+
+
 def _evidence_prompt(ctx: RunContext) -> tuple[list[Span], list[str], str]:
     """The run's citable spans (telemetry only of what the question is about), the services in scope,
     and the user message that shows both."""
     ctx.scope = question_scope(ctx.question, ctx.boundary.ledger, ctx.whole_telemetry)
-    spans = build_catalog(ctx.boundary.ledger, ctx.settings.max_evidence_spans, _in_scope(ctx.scope))
+    ledger = ctx.boundary.ledger
+    if not ctx.scope.has_telemetry:
+        # The playbook's runbook lookup for the top anomaly's fault category follows telemetry the question
+        # is not about (the demo's payment-service for an etcd question): its blocks are no guidance here.
+        ledger = {k: e for k, e in ledger.items() if not _category_lookup(e)}
+    spans = build_catalog(ledger, ctx.settings.max_evidence_spans, _in_scope(ctx.scope))
     components = [c for c in candidate_components(ctx.boundary.ledger) if ctx.scope.covers(c)]
     absent = limitation(ctx.scope, ctx.lang)
     return spans, components, f"{ctx.question}\n\n{evidence_text(spans, components, ctx.lang, absent)}"

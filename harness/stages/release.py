@@ -304,6 +304,8 @@ def report(
         else:
             head = unseen or NO_FINDING[lang]
             summary = f"{head} {LIKELY[lang]}{hypotheses[0].hypothesis_text}" if hypotheses else head
+    elif not findings:
+        summary = _attributed_summary(summary, claims, lang)
     used = sorted({e.tool_name for e in ledger.values() if e.result.status == "success"})
     scope_text = ("证据来源：" if lang == "zh" else "Evidence from: ") + (", ".join(used) or NONE[lang])
     missing = [m for m in evidence.missing_info if not quotes_instructions(m)]
@@ -324,6 +326,18 @@ def report(
 # The share of a conclusion's or action's content words that must occur in the released claims or
 # their cited evidence for it to be released as written.
 RESTS_ON = 0.5
+
+
+RUNBOOK_WORDS = 0.7  # the share of a summary's content words from one runbook sentence, for it to be that text
+
+
+def _attributed_summary(summary: str, claims: list[Claim], lang: str) -> str:
+    """A summary that is mostly one runbook sentence says so: runbook text is guidance, attributed."""
+    for claim in claims:
+        if claim.claim_type == "guidance" and content_overlap(summary, claim.claim_text) >= RUNBOOK_WORDS:
+            source = claim.evidence_bindings[0].source_id.split("#")[0]
+            return ("据运维手册 {s}：" if lang == "zh" else "Runbook {s} says: ").format(s=source) + summary
+    return summary
 
 
 ECHO = 0.8  # the share of a text's content words that are the question's, for it to be the question again
