@@ -579,7 +579,23 @@ def diagnosis_correctness(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n\nMeasured by " + "; ".join(stamps) + "."
 
 
+def demo_answer(data: dict[str, Any]) -> str:
+    """The default model's answer to the first English demo-incident question of its report-half run,
+    as the terminal shows it (``raydiag ask``), copied from the results file."""
+    from harness.render import render_content
+
+    run = data["runs"][f"{data.get('default_model')}/report"]
+    case = next(c for c in run["cases"] if c.get("telemetry") and c.get("lang") == "en")
+    verdict = "correct" if case["correct"] else "not correct"
+    head = (
+        f"Question ({case['id']}): {case['q']}\n\nAnswer of `{run['model']}` in {case['ttr_s']} s "
+        f"(scored {verdict} against the answer key), commit {run['commit']}:\n"
+    )
+    return head + "\n```\n" + render_content(case["content_type"], case["payload"]) + "\n```"
+
+
 BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
+    "demo_answer": ("diagnosis_correctness.json", demo_answer),
     "diagnosis_correctness": ("diagnosis_correctness.json", diagnosis_correctness),
     "audit": ("audit.json", audit),
     "llm": ("llm.json", llm),

@@ -191,6 +191,27 @@ def _question_text(question: str) -> str:
     return f"{question} {' '.join(joined.split())} {gloss(question)}"
 
 
+# "frontend pods", "the billing service", "checkout 服务": the word before what a component is called.
+_BEFORE_KIND = re.compile(
+    r"\b([A-Za-z][\w.-]{2,})\s*(?:pods?|services?|servers?|deployments?|clusters?|instances?|replicas?|"
+    r"containers?|brokers?|consumers?|workers?|服务|集群|节点|实例)\b",
+    re.IGNORECASE,
+)
+# Alert and component names written in camel case: KubePodNotReady, etcdGRPCRequestsSlow.
+_CAMEL = re.compile(r"\b(?:[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*){2,}|[a-z]{3,}[A-Z][A-Za-z0-9]{3,})\b")
+_NOT_NAMES = set(
+    "the our a an all every new old some these those its their my your this that which each any other".split()
+)
+
+
+def _named_things(question: str) -> list[str]:
+    """What the question names as the thing in trouble, as written (for the sentence that says what the
+    connected telemetry holds nothing about)."""
+    found = [m.group(1) for m in _BEFORE_KIND.finditer(question)] + _CAMEL.findall(question)
+    names = [n.strip("-.") for n in found]
+    return [n for n in dict.fromkeys(names) if len(n) >= 3 and n.lower() not in _NOT_NAMES | GENERIC | PHRASE_WORDS]
+
+
 def _neighbours(services: Iterable[str], edges: list[tuple[str, str]]) -> set[str]:
     named = set(services)
     return named | {b for a, b in edges if a in named} | {a for a, b in edges if b in named}
@@ -215,7 +236,15 @@ def question_scope(question: str, ledger: dict[str, LedgerEntry], whole: bool = 
         and t.split("-")[0] not in held  # HikariPool-1: a name the telemetry's own logs use
     ]
     absent += [w for w in sorted(distinctive & TECHNOLOGIES) if w not in held and not any(w in s for s in seen)]
-    absent = [a for a in dict.fromkeys(absent) if not any(a in b and a != b for b in absent)]
+    absent += [
+        n
+        for n in _named_things(question)
+        if n.lower() not in held
+        and not any(_collapsed(n) in _collapsed(s) or _collapsed(s) in _collapsed(n) for s in seen)
+    ]
+    absent = [a.strip("-.") for a in absent if len(a.strip("-.")) >= 2]
+    absent = list({a.lower(): a for a in reversed(absent)}.values())[::-1]  # one spelling each, first kept
+    absent = [a for a in absent if not any(a.lower() in b.lower() and a != b for b in absent)]
     if named:
         services = _neighbours(named, edges)
         return QuestionScope(frozenset(services), seen, tuple(absent), "the question names it", tuple(named))

@@ -231,10 +231,19 @@ def _analysis(claims: list[Claim], causes: list[RootCause], hypotheses: list[Hyp
     return items
 
 
-def _added_guidance(ledger: dict[str, LedgerEntry], n: int = ADDED_GUIDANCE) -> list[Claim]:
-    """The runbook sentences the lookup found first (diagnosis before symptoms), as guidance the system
-    added: for an answer whose model picked none, so the user still gets what the runbook says."""
+def _added_guidance(ledger: dict[str, LedgerEntry], picked: list[Claim] | None = None) -> list[Claim]:
+    """The best runbook sentences of the runbook the lookup ranked first (diagnosis before symptoms), as
+    guidance the system added, when the model picked none of that runbook: a small model's picks were
+    often lines of a lower-ranked runbook, and the user should still get what the best match says."""
     spans = [s for s in build_catalog(ledger, 40) if s.tool_name == "lookup_knowledge" and not s.describes_symptoms]
+    if not spans:
+        return []
+    top = spans[0].key.split("#")[0]
+    chosen = {c.claim_text for c in picked or [] if c.claim_type == "guidance"}
+    if any(c.evidence_bindings[0].source_id.split("#")[0] == top for c in picked or [] if c.claim_type == "guidance"):
+        return []
+    spans = [s for s in spans if s.key.split("#")[0] == top and s.text not in chosen]
+    n = ADDED_GUIDANCE
     return [
         Claim(
             claim_id=f"guide-{k}",
@@ -272,8 +281,10 @@ def report(
         if not quotes_instructions(h.hypothesis_text) and not echoes(h.hypothesis_text, question)
     ]
     hypotheses = list({h.hypothesis_text: h for h in hypotheses}.values())
-    if not any(c.claim_type == "guidance" for c in claims):
-        claims += _added_guidance(ledger)
+    unseen = limitation(scope, lang) if scope is not None else None
+    if unseen:  # the evidence list's own sentence about missing telemetry, copied back, is no hypothesis
+        hypotheses = [h for h in hypotheses if content_overlap(h.hypothesis_text, unseen) < ECHO]
+    claims += _added_guidance(ledger, claims)
     if not claims:
         # Say why: the instruction guard withheld what was supported, or nothing was supported at all.
         gap = REMOVED[lang] if supported else UNSUPPORTED[lang]
@@ -284,7 +295,6 @@ def report(
     causes = root_causes(evidence, claims, ledger, scope)
     analysis = _analysis(claims, causes, hypotheses)
     summary = evidence.diagnosis_summary.strip()
-    unseen = limitation(scope, lang) if scope is not None else None
     # Without findings the summary claims nothing measured: it may use the question's words beside what
     # the runbooks and hypotheses say, but one that only restates the question answers nothing. With
     # findings it rests on them and their evidence only.

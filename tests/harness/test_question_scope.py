@@ -49,10 +49,15 @@ def test_a_chinese_question_is_matched_through_its_gloss() -> None:
 def test_a_component_no_telemetry_holds_gets_no_telemetry_and_a_plain_sentence() -> None:
     scope = question_scope("Redis latency spiked to 200 ms on the cache cluster; what is wrong?", _demo_ledger())
     assert scope.services == frozenset()
-    assert scope.absent == ("redis",)
+    assert scope.absent == ("redis", "cache")
     assert limitation(scope, "en") == (
-        "No metrics or logs for redis in the connected backends; the answer rests on runbook guidance only."
+        "No metrics or logs for redis, cache in the connected backends; the answer rests on runbook guidance only."
     )
+
+
+def test_what_the_question_calls_the_component_is_named_in_the_sentence() -> None:
+    scope = question_scope("After the rollout frontend pods never become Ready (KubePodNotReady). Why?", _demo_ledger())
+    assert scope.absent == ("frontend", "KubePodNotReady")
 
 
 def test_another_services_memory_kills_are_not_about_the_demo_service() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import tempfile
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -74,7 +75,42 @@ async def test_the_embedded_model_answers_with_a_grounded_report(embedded_app: s
         assert call is not None and call["success"], (ref, sorted(calls))
         assert ref["excerpt"] and ref["excerpt"].strip()
     assert payload["root_causes"] and payload["root_causes"][0]["component"] == "payment-service", payload
+    # The answer is right, not only grounded: it names the slow, lock-waiting query and the pool, and
+    # blames nothing but the service the demo incident is in.
+    released = _released_text(payload).lower()
+    assert any(t in released for t in ("lock wait", "slow query", "update orders")), released
+    assert "pool" in released or "hikari" in released, released
+    assert {c["component"] for c in payload["root_causes"]} == {"payment-service"}, payload
+    kinds = {a["kind"] for a in payload["report"]["analysis"]}
+    assert "finding" in kinds and kinds <= {"finding", "guidance", "hypothesis"}, payload
     assert trace["run"]["status"] == "SUCCEEDED" and trace["summary"]["tokens_reconciled"]
     # The model wrote the grounded answer (routing, plan and evidence gathering were decided by rules).
     assert trace["run"]["model_call_count"] >= 1
     assert any(e["event_type"] == "MODEL_TOKEN_USAGE" for e in trace["timeline"])
+
+
+async def test_a_question_no_telemetry_is_about_blames_no_telemetry_service(embedded_app: str) -> None:
+    """Redis is in none of the connected backends: no root cause, a plain sentence saying so, and the
+    runbooks' guidance, never the demo incident's payment-service."""
+    session = "real-" + uuid.uuid4().hex[:8]
+    question = "Redis latency spiked to 200 ms and clients time out. What is wrong?"
+    async with httpx.AsyncClient(base_url=embedded_app, timeout=httpx.Timeout(600, connect=30)) as c:
+        resp = await c.post("/api/chat", json={"Id": session, "Question": question})
+    events = parse(resp.text)
+    assert [n for n, _ in events][-1] == "done", events
+    content = next(d for n, d in events if n == "content")
+    assert content["content_type"] == "DIAGNOSIS_REPORT", content
+    payload = content["payload"]
+    assert payload["root_causes"] == [], payload
+    assert "payment-service" not in _released_text(payload), payload
+    assert payload["report"]["limitations"]["missing_info"][0] == (
+        "No metrics or logs for redis in the connected backends; the answer rests on runbook guidance only."
+    )
+    assert {a["kind"] for a in payload["report"]["analysis"]} <= {"guidance", "hypothesis"}, payload
+
+
+def _released_text(payload: dict[str, Any]) -> str:
+    report = payload["report"]
+    parts = [report["conclusion"]["text"], *(a["text"] for a in report["analysis"])]
+    parts += [f"{c['component']} {c.get('cause', '')}" for c in payload["root_causes"]]
+    return "\n".join(parts)
