@@ -140,3 +140,81 @@ def test_the_ranking_adds_nothing_that_no_released_claim_cites() -> None:
     three = [_cause(s, "claim-1") for s in ("adservice", "emailservice", "frontend")]
     full = report(DRAFT.model_copy(update={"root_causes": three}), _ranking_ledger(), "en")
     assert [c.component for c in full.payload.root_causes] == ["adservice", "emailservice", "frontend"]  # type: ignore[union-attr]
+
+
+def _runbook_ledger() -> dict[str, LedgerEntry]:
+    block = {
+        "key": "kubepodnotready#chunk-0",
+        "heading": "KubePodNotReady > Diagnosis",
+        "text": "KubePodNotReady > Diagnosis\nState Running but not ready usually means the readiness probe fails. "
+        "Check the probe's path and port against what the application serves.",
+    }
+    output = {"evidence": [block]}
+    return {"c9": LedgerEntry("c9", "lookup_knowledge", {"query": "q"}, ToolResult("success", output), 1)}
+
+
+def test_without_telemetry_the_answer_is_guidance_and_says_what_it_could_not_see() -> None:
+    """A question about frontend pods the connected telemetry knows nothing of: no finding, no root cause,
+    the best runbook's lines as guidance the system added (attributed, marked), a hypothesis that only
+    restates the question dropped, and a conclusion saying plainly what could not be looked at."""
+    from harness.contracts import Hypothesis
+    from harness.question_scope import question_scope
+
+    question = "After the rollout frontend pods never become Ready (KubePodNotReady). What did we break?"
+    draft = ExecutorEvidence(
+        diagnosis_summary="After the rollout frontend pods never become Ready.",
+        claims=[],
+        hypotheses=[
+            Hypothesis(hypothesis_text="Frontend pods never become Ready after the rollout.", basis=""),
+            Hypothesis(
+                hypothesis_text="The readiness probe points at a path the new image no longer serves.", basis=""
+            ),
+        ],
+        user_facing_answer="",
+    )
+    ledger = _runbook_ledger()
+    release = report(draft, ledger, "en", None, question_scope(question, ledger), question)
+    payload = release.payload.model_dump()
+    assert release.content_type == "DIAGNOSIS_REPORT" and payload["root_causes"] == []
+    analysis = payload["report"]["analysis"]
+    assert [(a["kind"], a["added"], a["source"]) for a in analysis] == [
+        ("guidance", True, "kubepodnotready#chunk-0"),
+        ("guidance", True, "kubepodnotready#chunk-0"),
+        ("hypothesis", False, None),
+    ]
+    assert analysis[0]["text"] == "State Running but not ready usually means the readiness probe fails."
+    assert release.conclusion == (
+        "No metrics or logs for frontend, KubePodNotReady in the connected backends; the answer rests on runbook "
+        "guidance only. Likely, not confirmed: The readiness probe points at a path the new image no longer serves."
+    )
+
+
+def test_a_runbook_sentence_is_never_released_as_a_finding() -> None:
+    """The model wrote a runbook line as a finding citing a metric line: it is dropped (the line is guidance,
+    released verbatim with its runbook), and its own reading of the metric stays a finding."""
+    from harness.evidence_catalog import Span
+    from harness.stages.answer import to_evidence
+
+    metric = "payment-service hikaricp_connections_active 5 -> 20, 40x its baseline spread since 10:00"
+    rule = "Compare the metric hikaricp_connections_active with hikaricp_connections_max to confirm exhaustion."
+    spans = [
+        Span("E1", "metric:payment-service:x", "query_metrics", "c1", metric),
+        Span("E2", "pool#chunk-1", "lookup_knowledge", "c2", rule),
+    ]
+    data = {
+        "findings": [
+            {
+                "text": "Compare hikaricp_connections_active with hikaricp_connections_max to confirm exhaustion",
+                "evidence": ["E1"],
+            },
+            {"text": "payment-service hikaricp_connections_active rose from 5 to 20", "evidence": ["E1"]},
+        ],
+        "guidance": ["E2"],
+        "hypotheses": [],
+        "summary": "payment-service's pool is exhausted.",
+    }
+    evidence = to_evidence(data, spans, ["payment-service"])
+    assert [(c.claim_type, c.claim_text) for c in evidence.claims] == [
+        ("finding", "payment-service hikaricp_connections_active rose from 5 to 20"),
+        ("guidance", rule),
+    ]
