@@ -217,7 +217,17 @@ def _neighbours(services: Iterable[str], edges: list[tuple[str, str]]) -> set[st
     return named | {b for a, b in edges if a in named} | {a for a, b in edges if b in named}
 
 
+# A value after a secret-named key, and well-known token shapes: never a component name to repeat back
+# ("db password=hunter2-x" must not come back as "no metrics or logs for hunter2-x").
+_SECRETS = re.compile(
+    r"(?i)\b[\w.\-]*(?:password|passwd|pwd|token|secret|api[_\-]?key|apikey|authorization|credential)[\w.\-]*"
+    r"\s*[=:]\s*(?:\"[^\"]*\"|'[^']*'|[^\s,;&\"']+)|\b(?:sk|rk|pk)-[A-Za-z0-9_\-]{16,}\b|\bAKIA[0-9A-Z]{16}\b"
+    r"|\bgh[pousr]_[A-Za-z0-9]{20,}\b|\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}"
+)
+
+
 def question_scope(question: str, ledger: dict[str, LedgerEntry], whole: bool = False) -> QuestionScope:
+    question = _SECRETS.sub(" ", question)
     vocab, edges = _telemetry(ledger)
     seen = tuple(sorted(vocab))
     if whole:

@@ -76,3 +76,8 @@ def test_telemetry_chosen_for_the_question_is_all_in_scope() -> None:
     scope = question_scope("users see errors; find the root cause", _demo_ledger(), whole=True)
     assert scope.services is None and scope.covers("anything")
     assert limitation(scope, "en") is None
+
+
+def test_a_secret_in_the_question_is_never_named_back() -> None:
+    scope = question_scope("redis-cache is slow; db password=hunter2-x-secret api_key: sk-live-0123456789abcdefXYZ", {})
+    assert scope.absent == ("redis-cache",)

@@ -22,7 +22,7 @@ from tests.serve.conftest import MODEL_ROOT, extra_ingress
 
 pytestmark = pytest.mark.slow
 
-QUESTION = "payment-service p99 latency jumped at 10:00 and HikariCP reports pool exhaustion. What is the root cause?"
+QUESTION = "MySQL connection pool exhausted HikariCP diagnosis"  # the README's demo question
 
 
 @pytest.fixture(scope="module")

@@ -32,10 +32,12 @@ def test_every_results_file_is_rendered_and_stamped() -> None:
         data = json.loads((RESULTS / file).read_text(encoding="utf-8"))
         if file == "diagnosis_quality.json":
             entries = list(data["models"].values())
+        elif file == "diagnosis_correctness.json":
+            entries = list(data["runs"].values())
         elif file == "retrieval.json":
             entries = list(data.values())
         else:
-            entries = [data]  # the other files are stamped once; these two per model and per set
+            entries = [data]  # the other files are stamped once; these three per model and per set or split
         for entry in entries:
             assert entry.get("commit") and entry.get("command"), file
 
