@@ -225,35 +225,25 @@ class DiagnosisPipeline:
             if verdict.verdict == "PASS":
                 release = report(guard.kept, ctx.boundary.ledger, ctx.lang, verdict, ctx.scope, ctx.question)
                 break
-            gaps = evidence_gaps(verdict)
-            if verdict.verdict == "REJECT":
-                release = fallback(
-                    "INSUFFICIENT_EVIDENCE",
-                    ctx.lang,
-                    guard.kept.claims,
-                    verdict,
-                    gaps,
-                    steps,
-                    ctx.boundary.ledger,
-                    None,
-                    ctx.scope,
-                )
-                break
-            if round_no < self.settings.max_rounds:
+            rejected = verdict.verdict == "REJECT"
+            if not rejected and round_no < self.settings.max_rounds:
                 retry = retry_context(verdict, round_no, ctx.lang)
                 rec.timeline("RETRY", "RETRY_SCHEDULED", None, **retry.model_dump())
                 continue
+            # A REJECT (never overruled) or a last round still LOW_CONFID: the fallback of that kind; only a
+            # low-confidence answer cites the draft's backed claims.
             release = fallback(
-                "LOW_CONFIDENCE",
+                "INSUFFICIENT_EVIDENCE" if rejected else "LOW_CONFIDENCE",
                 ctx.lang,
                 guard.kept.claims,
                 verdict,
-                gaps,
+                evidence_gaps(verdict),
                 steps,
                 ctx.boundary.ledger,
-                guard.kept,
+                None if rejected else guard.kept,
                 ctx.scope,
             )
+            break
         assert release is not None
         rec.timeline(
             "RELEASE",
