@@ -223,6 +223,21 @@ async def measure(base: str, cases: list[dict[str, Any]], offtopic: list[str]) -
     return {"summary": summarize(rows, chats, decode), "cases": rows, "offtopic": chats}
 
 
+def same_cases(whole: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    """A subset run (a model too slow for a whole half here) beside the other models' rows on the same
+    cases, taken from their full runs: the only fair comparison."""
+    ids = {r["id"] for r in entry["cases"]}
+    out: dict[str, Any] = {}
+    for name, run in (whole.get("runs") or {}).items():
+        if run.get("split") == "ids" or run.get("model") == entry["model"]:
+            continue
+        rows = [r for r in run["cases"] if r["id"] in ids]
+        if {r["id"] for r in rows} == ids:
+            ttr = [r["ttr_s"] for r in rows if "error" not in r]
+            out[name] = {**figures(rows), "ttr_p50_s": pct(ttr, 0.5), "commit": run["commit"]}
+    return out
+
+
 def select(data: dict[str, Any], split: str, ids: list[str] | None) -> tuple[list[dict[str, Any]], list[str]]:
     cases = list(data["cases"])
     offtopic = list(data.get("offtopic") or [])
@@ -276,6 +291,8 @@ def main() -> None:
     whole = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
     whole["default_model"] = default_model
     whole.setdefault("runs", {})[f"{model}/{entry['split']}"] = entry
+    if args.ids:
+        entry["others_on_same_cases"] = same_cases(whole, entry)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(whole, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(entry["summary"], ensure_ascii=False, indent=1))

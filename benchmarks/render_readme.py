@@ -569,12 +569,25 @@ def diagnosis_correctness(data: dict[str, Any]) -> str:
         ("ttr p50 / p95, s", lambda e: f"{_num(e['summary']['ttr_p50_s'])} / {_num(e['summary']['ttr_p95_s'])}"),
         ("cost: ttr p50 × decode (target ≤ 600)", lambda e: _num(e["summary"]["cost_tokens"])),
     ]
-    labels = [
-        f"`{n.split('/')[0]}`, {n.split('/')[1]} half" if n.split("/")[1] in ("report", "tune") else f"`{n}`"
-        for n in names
-    ]
-    lines = ["| | " + " | ".join(labels) + " |", "|---" * (len(names) + 1) + "|"]
-    lines += ["| " + name + " | " + " | ".join(cell(runs[n]) for n in names) + " |" for name, cell in rows]
+    columns: list[tuple[str, dict[str, Any]]] = []
+    for n in names:
+        model, split = n.split("/")
+        run = runs[n]
+        if split in ("report", "tune"):
+            columns.append((f"`{model}`, {split} half", run))
+            continue
+        columns.append((f"`{model}`, {len(run['cases'])} report-half cases", run))
+        for other, fig in (run.get("others_on_same_cases") or {}).items():
+            columns.append((f"`{other.split('/')[0]}` on the same {len(run['cases'])}", {"summary": fig}))
+
+    def safe(cell: Callable[[dict[str, Any]], str], run: dict[str, Any]) -> str:
+        try:
+            return cell(run)
+        except (KeyError, TypeError):
+            return "—"  # a figure the subset comparison does not carry (per language, off-topic)
+
+    lines = ["| | " + " | ".join(label for label, _ in columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    lines += ["| " + name + " | " + " | ".join(safe(cell, r) for _, r in columns) + " |" for name, cell in rows]
     stamps = [f"`{n}`: commit {runs[n]['commit']}, `{runs[n]['command']}`" for n in names]
     return "\n".join(lines) + "\n\nMeasured by " + "; ".join(stamps) + "."
 
