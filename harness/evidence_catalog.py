@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness.contracts import EvidenceBinding
 from harness.tools.base import LedgerEntry
 
 SPAN_CHARS = 320
@@ -34,6 +35,16 @@ class Span:
     text: str
     # A runbook sentence from the section that describes the alert itself (it restates the question).
     describes_symptoms: bool = False
+
+    def binding(self) -> EvidenceBinding:
+        """The citation of this span, every field copied from the tool output (never the model's)."""
+        return EvidenceBinding(
+            source_type="tool_trace",
+            source_id=self.key,
+            tool_name=self.tool_name,
+            source_invocation_ids=[self.call_id],
+            evidence_excerpt=self.text,
+        )
 
 
 def _sentences(text: str) -> list[str]:

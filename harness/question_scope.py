@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from harness.tools.base import LedgerEntry
 
@@ -87,17 +87,23 @@ def _name_words(service: str) -> set[str]:
 
 @dataclass(frozen=True)
 class QuestionScope:
-    """``services``: the telemetry services the question is about (``None``: all of them). ``seen``: every
-    service the run's tools returned. ``absent``: what the question names that no telemetry holds."""
+    """``services``: the telemetry services the question is about (``None``: all of them). ``absent``:
+    what the question names that no telemetry holds."""
 
     services: frozenset[str] | None
-    seen: tuple[str, ...] = ()
     absent: tuple[str, ...] = ()
-    reason: str = ""
-    named: tuple[str, ...] = field(default=())
 
     def covers(self, service: str) -> bool:
         return self.services is None or service in self.services
+
+    def covers_key(self, key: str) -> bool:
+        """An evidence key the answer may cite: a runbook block, or telemetry of a service in scope (a
+        call edge when either end is)."""
+        edge = _EDGE.match(key)
+        if edge:
+            return self.covers(edge.group(1)) or self.covers(edge.group(2))
+        service = service_of_key(key)
+        return service is None or self.covers(service)
 
     @property
     def has_telemetry(self) -> bool:
@@ -231,7 +237,7 @@ def question_scope(question: str, ledger: dict[str, LedgerEntry], whole: bool = 
     vocab, edges = _telemetry(ledger)
     seen = tuple(sorted(vocab))
     if whole:
-        return QuestionScope(None, seen, (), "the run's telemetry was selected for this question")
+        return QuestionScope(None)
     text = _question_text(question)
     collapsed = _collapsed(text)
     named = [s for s in seen if len(_collapsed(s)) >= 3 and _collapsed(s) in collapsed]
@@ -257,14 +263,11 @@ def question_scope(question: str, ledger: dict[str, LedgerEntry], whole: bool = 
     absent = [a for a in absent if not any(a.lower() in b.lower() and a != b for b in absent)]
     if named:
         services = _neighbours(named, edges)
-        return QuestionScope(frozenset(services), seen, tuple(absent), "the question names it", tuple(named))
+        return QuestionScope(frozenset(services), tuple(absent))
     # A namespace match counts only when the question names no other component: "tidb-server … Lost
     # connection to MySQL server" is about TiDB, not about every service with a mysql_ metric.
     matched = {s for s, v in vocab.items() if v & distinctive} if not absent else set()
-    if matched:
-        shared = sorted({w for s in matched for w in vocab[s] & distinctive})
-        return QuestionScope(frozenset(matched), seen, tuple(absent), "the question names " + ", ".join(shared))
-    return QuestionScope(frozenset(), seen, tuple(absent), "the question names nothing the telemetry holds")
+    return QuestionScope(frozenset(matched), tuple(absent))
 
 
 NO_TELEMETRY = {

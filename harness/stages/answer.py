@@ -21,7 +21,6 @@ from typing import Any
 from harness.contracts import (
     ROOT_CAUSE_CATEGORIES,
     Claim,
-    EvidenceBinding,
     ExecutorEvidence,
     Hypothesis,
     RetryContext,
@@ -190,13 +189,15 @@ def copies_runbook(text: str, spans: list[Span], cited: list[Span]) -> bool:
     return runbook >= RUNBOOK_COPY and runbook > measured
 
 
-def _binding(span: Span) -> EvidenceBinding:
-    return EvidenceBinding(
-        source_type="tool_trace",
-        source_id=span.key,
-        tool_name=span.tool_name,
-        source_invocation_ids=[span.call_id],
-        evidence_excerpt=span.text,
+def guidance(span: Span, claim_id: str, added: bool = False) -> Claim:
+    """A runbook sentence as guidance: its own text, cited to its block; ``added`` when the system, not
+    the model, chose it."""
+    return Claim(
+        claim_id=claim_id,
+        claim_type="guidance",
+        claim_text=span.text,
+        support_level="added" if added else "direct",
+        evidence_bindings=[span.binding()],
     )
 
 
@@ -227,22 +228,14 @@ def to_evidence(data: dict[str, Any], spans: list[Span], components: list[str] |
                 claim_type="finding",
                 claim_text=text,
                 support_level="direct",
-                evidence_bindings=[_binding(s) for s in cited],
+                evidence_bindings=[s.binding() for s in cited],
             )
         )
     for alias in dict.fromkeys(a for a in data.get("guidance") or [] if isinstance(a, str)):
         span = by_alias.get(alias)
         if span is None or not _is_runbook(span):
             continue
-        claims.append(
-            Claim(
-                claim_id=f"claim-{len(claims) + 1}",
-                claim_type="guidance",
-                claim_text=span.text,
-                support_level="direct",
-                evidence_bindings=[_binding(span)],
-            )
-        )
+        claims.append(guidance(span, f"claim-{len(claims) + 1}"))
     causes = []
     for raw in (data.get("root_causes") or [])[:MAX_ROOT_CAUSES]:
         if not isinstance(raw, dict):

@@ -12,8 +12,7 @@ A retry round (LOW_CONFID) keeps the ledger: it starts from everything gathered 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +23,7 @@ from harness.evidence_catalog import Span, build_catalog, candidate_components
 from harness.model import Message, ModelResponse, ToolCall
 from harness.playbook import CATEGORY_QUERIES, run_playbook
 from harness.prompts import render
-from harness.question_scope import QuestionScope, limitation, question_scope, service_of_key
+from harness.question_scope import limitation, question_scope
 from harness.stages.answer import (
     AnswerError,
     answer_schema,
@@ -37,7 +36,6 @@ from harness.stages.base import RunContext, call_model, extract_json, history_me
 from harness.tools.base import LedgerEntry
 
 EXECUTOR_SCHEMA = ExecutorEvidence.model_json_schema()
-_EDGE = re.compile(r"^dep:(.+?)->(.+)$")
 DONE_SCHEMA = {"type": "object", "properties": {"done": {"type": "boolean"}}, "required": ["done"]}
 
 
@@ -120,19 +118,6 @@ def _record_step(
     )
 
 
-def _in_scope(scope: QuestionScope) -> Callable[[str], bool]:
-    """Evidence keys the answer may cite: runbook blocks, and telemetry of the services in scope."""
-
-    def admit(key: str) -> bool:
-        edge = _EDGE.match(key)
-        if edge:
-            return scope.covers(edge.group(1)) or scope.covers(edge.group(2))
-        service = service_of_key(key)
-        return service is None or scope.covers(service)
-
-    return admit
-
-
 _CATEGORY_QUERIES = {q for queries in CATEGORY_QUERIES.values() for q in queries.values()}
 
 
@@ -149,7 +134,7 @@ def _evidence_prompt(ctx: RunContext) -> tuple[list[Span], list[str], str]:
         # The playbook's runbook lookup for the top anomaly's fault category follows telemetry the question
         # is not about (the demo's payment-service for an etcd question): its blocks are no guidance here.
         ledger = {k: e for k, e in ledger.items() if not _category_lookup(e)}
-    spans = build_catalog(ledger, ctx.settings.max_evidence_spans, _in_scope(ctx.scope))
+    spans = build_catalog(ledger, ctx.settings.max_evidence_spans, ctx.scope.covers_key)
     components = [c for c in candidate_components(ctx.boundary.ledger) if ctx.scope.covers(c)]
     absent = limitation(ctx.scope, ctx.lang)
     return spans, components, f"{ctx.question}\n\n{evidence_text(spans, components, ctx.lang, absent)}"

@@ -18,7 +18,6 @@ from harness.contracts import (
     Claim,
     Conclusion,
     DiagnosisReportPayload,
-    EvidenceBinding,
     ExecutorEvidence,
     FallbackType,
     Hypothesis,
@@ -32,6 +31,7 @@ from harness.contracts import (
 from harness.evidence_catalog import build_catalog
 from harness.instruction_guard import quotes_instructions
 from harness.question_scope import QuestionScope, limitation
+from harness.stages.answer import guidance
 from harness.stages.support_check import content_overlap
 from harness.tools.base import EVIDENCE_TOOLS, LedgerEntry
 
@@ -243,25 +243,7 @@ def _added_guidance(ledger: dict[str, LedgerEntry], picked: list[Claim] | None =
     if any(c.evidence_bindings[0].source_id.split("#")[0] == top for c in picked or [] if c.claim_type == "guidance"):
         return []
     spans = [s for s in spans if s.key.split("#")[0] == top and s.text not in chosen]
-    n = ADDED_GUIDANCE
-    return [
-        Claim(
-            claim_id=f"guide-{k}",
-            claim_type="guidance",
-            claim_text=s.text,
-            support_level="added",
-            evidence_bindings=[
-                EvidenceBinding(
-                    source_type="tool_trace",
-                    source_id=s.key,
-                    tool_name=s.tool_name,
-                    source_invocation_ids=[s.call_id],
-                    evidence_excerpt=s.text,
-                )
-            ],
-        )
-        for k, s in enumerate(spans[:n], 1)
-    ]
+    return [guidance(s, f"guide-{k}", added=True) for k, s in enumerate(spans[:ADDED_GUIDANCE], 1)]
 
 
 def report(
