@@ -78,8 +78,10 @@ async def test_the_embedded_model_answers_with_a_grounded_report(embedded_app: s
     # The answer is right, not only grounded: it names the slow, lock-waiting query and the pool, and
     # blames nothing but the service the demo incident is in.
     released = _released_text(payload).lower()
-    assert any(t in released for t in ("lock wait", "slow query", "update orders")), released
-    assert "pool" in released or "hikari" in released, released
+    # At temperature 0 the answer holds all of these: the log template's query and lock wait (a finding),
+    # the runbook's "slow queries or lock waits" (guidance) and the pool.
+    for term in ("update orders", "lock wait", "slow quer", "pool"):
+        assert term in released, (term, released)
     assert {c["component"] for c in payload["root_causes"]} == {"payment-service"}, payload
     kinds = {a["kind"] for a in payload["report"]["analysis"]}
     assert "finding" in kinds and kinds <= {"finding", "guidance", "hypothesis"}, payload
