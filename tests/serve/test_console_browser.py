@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.slow
 
@@ -125,6 +126,7 @@ def test_chat_report_reference_and_trace(browser: Any, scripted_app: dict[str, s
     with page.expect_response(lambda r: r.url.endswith("/feedback"), timeout=60_000) as fb:
         page.click("#thumbs-up")
     assert fb.value.status == 202, fb.value.text()
-    page.wait_for_function("document.querySelector('#feedback-state').textContent.includes('stored (up)')")
+    # A locator wait, not wait_for_function: the console's CSP forbids the eval a string predicate needs.
+    expect(page.locator("#feedback-state")).to_contain_text("stored (up)", timeout=30_000)
     page.screenshot(path=str(shots / "trace.png"), full_page=True)
     page.close()
