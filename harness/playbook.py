@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.contracts import StatusEvent
 from harness.stages.base import RunContext, run_tool
+from harness.tools.base import LedgerEntry
 
 CATEGORY_QUERIES = {
     "en": {
@@ -34,6 +35,21 @@ CATEGORY_QUERIES = {
         "unknown": "服务延迟 报错 排查",
     },
 }
+
+_CATEGORY_QUERY_SET = {q for queries in CATEGORY_QUERIES.values() for q in queries.values()}
+
+
+def about_the_question(ledger: dict[str, LedgerEntry], has_telemetry: bool) -> dict[str, LedgerEntry]:
+    """The ledger whose runbook lookups concern the question. The playbook's lookup for the top anomaly's
+    fault category follows telemetry; when the question is about none of it (the demo's payment-service
+    for an etcd question), that lookup's blocks are no guidance for it."""
+    if has_telemetry:
+        return ledger
+    return {
+        k: e
+        for k, e in ledger.items()
+        if not (e.tool_name == "lookup_knowledge" and e.args.get("query") in _CATEGORY_QUERY_SET)
+    }
 
 
 QUESTION_CHARS = 500  # a lookup of the question itself gets this much of it

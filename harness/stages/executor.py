@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from harness.contracts import ExecutorEvidence, ExecutorOutputParseStatus, PlannerPlan, RetryContext, StatusEvent
 from harness.evidence_catalog import Span, build_catalog, candidate_components
 from harness.model import Message, ModelResponse, ToolCall
-from harness.playbook import CATEGORY_QUERIES, run_playbook
+from harness.playbook import about_the_question, run_playbook
 from harness.prompts import render
 from harness.question_scope import limitation, question_scope
 from harness.stages.answer import (
@@ -33,7 +33,6 @@ from harness.stages.answer import (
     to_evidence,
 )
 from harness.stages.base import RunContext, call_model, extract_json, history_messages, run_tool
-from harness.tools.base import LedgerEntry
 
 EXECUTOR_SCHEMA = ExecutorEvidence.model_json_schema()
 DONE_SCHEMA = {"type": "object", "properties": {"done": {"type": "boolean"}}, "required": ["done"]}
@@ -118,22 +117,11 @@ def _record_step(
     )
 
 
-_CATEGORY_QUERIES = {q for queries in CATEGORY_QUERIES.values() for q in queries.values()}
-
-
-def _category_lookup(entry: LedgerEntry) -> bool:
-    return entry.tool_name == "lookup_knowledge" and entry.args.get("query") in _CATEGORY_QUERIES
-
-
 def _evidence_prompt(ctx: RunContext) -> tuple[list[Span], list[str], str]:
     """The run's citable spans (telemetry only of what the question is about), the services in scope,
     and the user message that shows both."""
     ctx.scope = question_scope(ctx.question, ctx.boundary.ledger, ctx.whole_telemetry)
-    ledger = ctx.boundary.ledger
-    if not ctx.scope.has_telemetry:
-        # The playbook's runbook lookup for the top anomaly's fault category follows telemetry the question
-        # is not about (the demo's payment-service for an etcd question): its blocks are no guidance here.
-        ledger = {k: e for k, e in ledger.items() if not _category_lookup(e)}
+    ledger = about_the_question(ctx.boundary.ledger, ctx.scope.has_telemetry)
     spans = build_catalog(ledger, ctx.settings.max_evidence_spans, ctx.scope.covers_key)
     components = [c for c in candidate_components(ctx.boundary.ledger) if ctx.scope.covers(c)]
     absent = limitation(ctx.scope, ctx.lang)

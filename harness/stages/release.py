@@ -30,6 +30,7 @@ from harness.contracts import (
 )
 from harness.evidence_catalog import build_catalog
 from harness.instruction_guard import quotes_instructions
+from harness.playbook import about_the_question
 from harness.question_scope import QuestionScope, limitation
 from harness.stages.answer import guidance
 from harness.stages.support_check import content_overlap
@@ -154,39 +155,74 @@ def supported_claims(evidence: ExecutorEvidence, verdict: VerifierOutput | None)
 def root_causes(
     evidence: ExecutorEvidence, claims: list[Claim], ledger: dict[str, LedgerEntry], scope: QuestionScope | None = None
 ) -> list[RootCause]:
-    """The model's candidates that rest on released findings, most likely first. Then, up to
-    ``RANKED_CANDIDATES`` in all, the anomaly ranking's services in its order, when a released finding
-    cites that ranking, and only services the question is about: the ranking is the tools' analysis and
-    the finding put it in the report. Those are marked ``added_by: ranking``, low confidence, resting on
-    the findings that cite the ranking."""
+    """The model's candidates that rest on released findings, and the anomaly ranking's services in its
+    order, only services the question is about. The ranking counts when a released finding cites it, or
+    when the question is about the whole system (an RCA replay): it is the tools' analysis of exactly
+    that. Its services are marked ``added_by: ranking``, low confidence, resting on the findings that cite
+    the ranking (none when none does). The model's first pick leads only when it is the ranking's first or
+    rests on evidence the ranking lacks (a log finding about it); otherwise the ranking's order leads,
+    with the model's cause text kept where it named the same service (measured: a model departing from
+    the ranking on metric findings alone was right 0 of 5 times, benchmarks/results/rca.json)."""
     by_id = {c.claim_id: c for c in claims if c.claim_type != "guidance"}
-    out: list[RootCause] = []
+    model: list[RootCause] = []
     for cause in evidence.root_causes:
         ids = [i for i in cause.claim_ids if i in by_id]
-        if not ids or any(c.component == cause.component for c in out):
+        if not ids or any(c.component == cause.component for c in model):
             continue
         if scope is not None and not scope.covers(cause.component):
             continue
-        out.append(cause.model_copy(update={"claim_ids": ids}))
-    for call_id, ids in _citing(claims, ledger, "rank_anomalies").items():
+        model.append(cause.model_copy(update={"claim_ids": ids}))
+    ranked = _ranked(claims, ledger, scope)
+    if not ranked:
+        return model[:MAX_ROOT_CAUSES]
+    if model and (model[0].component == ranked[0].component or _rests_on_logs(model[0], claims, ledger)):
+        lead, rest = model[:1], model[1:]
+    else:
+        lead, rest = [], model
+    mine = {c.component: c for c in rest}
+    out = lead + [mine.pop(r.component, r) for r in ranked if not any(c.component == r.component for c in lead)]
+    return (out + list(mine.values()))[:MAX_ROOT_CAUSES]
+
+
+def _ranked(claims: list[Claim], ledger: dict[str, LedgerEntry], scope: QuestionScope | None) -> list[RootCause]:
+    """The anomaly ranking's first ``RANKED_CANDIDATES`` services in scope, as added root causes."""
+    citing = _citing(claims, ledger, "rank_anomalies")
+    whole = scope is not None and scope.services is None
+    calls = list(citing) or (
+        [k for k, e in ledger.items() if e.tool_name == "rank_anomalies" and e.result.status == "success"][-1:]
+        if whole
+        else []
+    )
+    out: list[RootCause] = []
+    for call_id in calls:
         for entry in ledger[call_id].result.output.get("ranking") or []:
             service, category = str(entry.get("service") or ""), entry.get("suspected_category")
-            if len(out) >= RANKED_CANDIDATES:
-                break
-            if scope is not None and not scope.covers(service):
+            if not service or (scope is not None and not scope.covers(service)):
                 continue
-            if service and not any(c.component == service for c in out):
+            if len(out) < RANKED_CANDIDATES and not any(c.component == service for c in out):
                 out.append(
                     RootCause(
                         component=service,
                         category=category if category in ROOT_CAUSE_CATEGORIES else "unknown",
                         confidence="low",
-                        claim_ids=ids,
+                        claim_ids=citing.get(call_id, []),
                         indirect=True,
                         added_by="ranking",
                     )
                 )
-    return out[:MAX_ROOT_CAUSES]
+    return out
+
+
+def _rests_on_logs(cause: RootCause, claims: list[Claim], ledger: dict[str, LedgerEntry]) -> bool:
+    """A finding under the cause cites the logs of its component: evidence the metric ranking lacks."""
+    for claim in claims:
+        if claim.claim_id not in cause.claim_ids:
+            continue
+        for b in claim.evidence_bindings:
+            entries = [ledger.get(str(i)) for i in b.source_invocation_ids]
+            if any(e is not None and e.tool_name == "query_logs" for e in entries) and cause.component in b.source_id:
+                return True
+    return False
 
 
 def _citing(claims: list[Claim], ledger: dict[str, LedgerEntry], tool: str) -> dict[str, list[str]]:
@@ -231,10 +267,15 @@ def _analysis(claims: list[Claim], causes: list[RootCause], hypotheses: list[Hyp
     return items
 
 
-def _added_guidance(ledger: dict[str, LedgerEntry], picked: list[Claim] | None = None) -> list[Claim]:
+def _added_guidance(
+    ledger: dict[str, LedgerEntry], scope: QuestionScope | None, picked: list[Claim] | None = None
+) -> list[Claim]:
     """The best runbook sentences of the runbook the lookup ranked first (diagnosis before symptoms), as
     guidance the system added, when the model picked none of that runbook: a small model's picks were
-    often lines of a lower-ranked runbook, and the user should still get what the best match says."""
+    often lines of a lower-ranked runbook, and the user should still get what the best match says. Only
+    lookups about the question count (the same ledger the answer was shown)."""
+    if scope is not None:
+        ledger = about_the_question(ledger, scope.has_telemetry)
     spans = [s for s in build_catalog(ledger, 40) if s.tool_name == "lookup_knowledge" and not s.describes_symptoms]
     if not spans:
         return []
@@ -266,7 +307,7 @@ def report(
     unseen = limitation(scope, lang) if scope is not None else None
     if unseen:  # the evidence list's own sentence about missing telemetry, copied back, is no hypothesis
         hypotheses = [h for h in hypotheses if content_overlap(h.hypothesis_text, unseen) < ECHO]
-    claims += _added_guidance(ledger, claims)
+    claims += _added_guidance(ledger, scope, claims)
     if not claims:
         # Say why: the instruction guard withheld what was supported, or nothing was supported at all.
         gap = REMOVED[lang] if supported else UNSUPPORTED[lang]
@@ -383,7 +424,7 @@ def fallback(
         confirmed = [c.claim_text for c in confirmed_claims]
     confirmed = [c for c in confirmed if not quotes_instructions(c) and c not in guidance]
     if not steps:
-        steps = [_attributed(c) for c in list(guidance.values()) or _added_guidance(ledger)]
+        steps = [_attributed(c) for c in list(guidance.values()) or _added_guidance(ledger, scope)]
     unseen = limitation(scope, lang) if scope is not None else None
     if unseen:
         gaps = [unseen, *gaps]

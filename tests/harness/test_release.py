@@ -11,6 +11,7 @@ from harness.contracts import (
     RootCause,
     VerifierOutput,
 )
+from harness.question_scope import QuestionScope
 from harness.stages.release import UNSUPPORTED, report
 from harness.tools.base import LedgerEntry, ToolResult
 
@@ -107,20 +108,60 @@ def _cause(component: str, *claim_ids: str) -> RootCause:
     return RootCause(component=component, category="network", confidence="high", claim_ids=list(claim_ids))
 
 
-def test_the_anomaly_ranking_fills_the_candidates_after_the_models_pick() -> None:
-    """A small model names one service; a released claim cites the ranking, whose next services are
-    the next suspects: they follow the model's pick, indirect and low, resting on that claim."""
+def test_the_anomaly_ranking_leads_unless_the_model_has_evidence_it_lacks() -> None:
+    """A small model names the ranking's second service on a claim that cites only the ranking: no
+    evidence the ranking lacked, so the ranking's order leads, and the model's pick keeps its place in
+    it with its own category and confidence; the others are indirect and low, resting on the claims
+    that cite the ranking."""
     draft = DRAFT.model_copy(update={"root_causes": [_cause("frontend", "claim-1")]})
     causes = report(draft, _ranking_ledger(), "en").payload.root_causes  # type: ignore[union-attr]
-    assert [(c.component, c.category, c.confidence, c.indirect) for c in causes] == [
-        ("frontend", "network", "high", False),
-        ("cartservice", "network", "low", True),
-        ("redis-cart", "unknown", "low", True),
+    assert [(c.component, c.category, c.confidence, c.indirect, c.added_by) for c in causes] == [
+        ("cartservice", "network", "low", True, "ranking"),
+        ("frontend", "network", "high", False, ""),
+        ("redis-cart", "unknown", "low", True, "ranking"),
     ]
-    assert causes[1].claim_ids == ["claim-1", "claim-2"]  # both claims cite the ranking call
+    assert causes[0].claim_ids == ["claim-1", "claim-2"]  # both claims cite the ranking call
     # With no pick of its own the model's report still names the ranking's suspects, in its order.
     alone = report(DRAFT, _ranking_ledger(), "en").payload.root_causes  # type: ignore[union-attr]
     assert [c.component for c in alone] == ["cartservice", "frontend", "redis-cart"]
+
+
+def test_a_pick_resting_on_its_own_logs_leads_the_ranking() -> None:
+    logs = LedgerEntry("c3", "query_logs", {"service": "frontend"}, ToolResult("success", {"templates": []}), 1)
+    binding = EvidenceBinding(
+        source_type="tool_trace",
+        source_id="log:frontend:template-7",
+        tool_name="query_logs",
+        source_invocation_ids=["c3"],
+        evidence_excerpt="frontend: 412 lines of 'rpc error: code = Unavailable' in the window, none before",
+    )
+    log_claim = DRAFT.claims[0].model_copy(update={"claim_id": "claim-3", "evidence_bindings": [binding]})
+    draft = DRAFT.model_copy(
+        update={"claims": [*DRAFT.claims, log_claim], "root_causes": [_cause("frontend", "claim-3")]}
+    )
+    causes = report(draft, {**_ranking_ledger(), "c3": logs}, "en").payload.root_causes  # type: ignore[union-attr]
+    assert [(c.component, c.added_by) for c in causes] == [
+        ("frontend", ""),
+        ("cartservice", "ranking"),
+        ("redis-cart", "ranking"),
+    ]
+
+
+def test_a_question_about_the_whole_system_gets_the_ranking_without_a_claim_citing_it() -> None:
+    """An RCA replay asks about everything the telemetry holds: the ranking is the tools' analysis of
+    exactly that, so its suspects are named even when no released claim cites it, resting on none."""
+    binding = (
+        DRAFT.claims[0]
+        .evidence_bindings[0]
+        .model_copy(
+            update={"tool_name": "query_metrics", "source_invocation_ids": ["c2"], "source_id": "metric:frontend"}
+        )
+    )
+    draft = DRAFT.model_copy(update={"claims": [DRAFT.claims[0].model_copy(update={"evidence_bindings": [binding]})]})
+    whole = QuestionScope(services=None)
+    causes = report(draft, _ranking_ledger(), "en", scope=whole).payload.root_causes  # type: ignore[union-attr]
+    assert [(c.component, c.claim_ids) for c in causes] == [("cartservice", []), ("frontend", []), ("redis-cart", [])]
+    assert report(draft, _ranking_ledger(), "en").payload.root_causes == []  # type: ignore[union-attr]
 
 
 def test_the_ranking_adds_nothing_that_no_released_claim_cites() -> None:
@@ -136,9 +177,9 @@ def test_the_ranking_adds_nothing_that_no_released_claim_cites() -> None:
     draft = DRAFT.model_copy(update={"claims": [claim], "root_causes": [_cause("frontend", "claim-1")]})
     causes = report(draft, _ranking_ledger(), "en").payload.root_causes  # type: ignore[union-attr]
     assert [c.component for c in causes] == ["frontend"]
-    # Nor when the model already named three.
+    # The model's own three stand in its order: nothing it rests on cites the ranking.
     three = [_cause(s, "claim-1") for s in ("adservice", "emailservice", "frontend")]
-    full = report(DRAFT.model_copy(update={"root_causes": three}), _ranking_ledger(), "en")
+    full = report(draft.model_copy(update={"root_causes": three}), _ranking_ledger(), "en")
     assert [c.component for c in full.payload.root_causes] == ["adservice", "emailservice", "frontend"]  # type: ignore[union-attr]
 
 
