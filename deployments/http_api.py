@@ -185,6 +185,11 @@ def create_api(
     async def _invalid(_req: Request, exc: RequestValidationError) -> JSONResponse:
         return error(422, "INVALID_REQUEST", _validation_message(exc))
 
+    @app.exception_handler(RecursionError)
+    async def _too_deep(_req: Request, _exc: RecursionError) -> JSONResponse:
+        # JSON nested past the interpreter's stack, on a route FastAPI parses itself (/v1): bad input.
+        return error(400, "INVALID_JSON", "the body's JSON is nested too deeply")
+
     @app.exception_handler(Exception)
     async def _unexpected(_req: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error")
@@ -206,6 +211,8 @@ def create_api(
             return json.loads(body)
         except (ValueError, UnicodeDecodeError):
             return error(400, "INVALID_JSON", "the body is not valid JSON")
+        except RecursionError:  # 10 KB of "[[[[…" parses past the interpreter's stack: bad input, not a crash
+            return error(400, "INVALID_JSON", "the body's JSON is nested too deeply")
 
     async def parse_body(request: Request, model: type[BodyT]) -> BodyT | JSONResponse:
         data = await read_json(request)
