@@ -109,6 +109,12 @@ class IngressSettings(_Section):
     )
     num_cpus: float = Field(default=0.5, ge=0, description="CPUs reserved per ingress replica.")
     max_body_bytes: int = Field(default=64 * 1024, gt=0, description="Largest accepted request body.")
+    max_openai_body_bytes: int = Field(
+        default=1024 * 1024,
+        gt=0,
+        description="Largest accepted body on the OpenAI-compatible /v1 routes (a conversation is longer "
+        "than a question); larger ones get 413.",
+    )
     max_concurrent_runs: int = Field(
         default=96,
         gt=0,

@@ -27,6 +27,7 @@ from audit.records import AuditRecord
 from deployments.admission import Admission, ClusterTenantCap
 from deployments.alerts import AlertDedupe, LocalAlertDedupe, add_alert_routes
 from deployments.auth import ApiKeyMiddleware
+from deployments.body_limit import BodyLimit, BodyTooLarge
 from deployments.config import AlertSettings
 from deployments.limits import RunLimiter
 from deployments.sse import frame_event
@@ -163,8 +164,10 @@ def create_api(
     replica: str | None = None,
     alerts: AlertSettings | None = None,
     alert_dedupe: AlertDedupe | None = None,
+    max_openai_body_bytes: int = 1024 * 1024,
 ) -> FastAPI:
-    """``alerts``: serve POST /api/alerts (deployments/alerts.py), deduplicated by ``alert_dedupe``.
+    """``max_openai_body_bytes``: the body cap of the /v1 routes (deployments/body_limit.py).
+    ``alerts``: serve POST /api/alerts (deployments/alerts.py), deduplicated by ``alert_dedupe``.
     ``replica``: this ingress replica's id, sent back as ``X-Raydiag-Replica``. ``probes``: the
     deployments a chat needs (llm, embedder, search), each a cheap call that answers only when a
     replica serves; /healthz is 503 until every one does. ``cluster_cap``: the tenant cap counted
@@ -178,6 +181,11 @@ def create_api(
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_req: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # FastAPI answers what its own body reading raised with a bare 400: say what it was.
+        if isinstance(exc.__cause__, BodyTooLarge):
+            return error(413, "BODY_TOO_LARGE", str(exc.__cause__))
+        if isinstance(exc.__cause__, RecursionError):
+            return error(400, "INVALID_JSON", "the body's JSON is nested too deeply")
         code = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(exc.status_code, "HTTP_ERROR")
         return error(exc.status_code, code, str(exc.detail))
 
@@ -350,6 +358,9 @@ def create_api(
     add_console_routes(app)
     if api_keys:
         app.add_middleware(ApiKeyMiddleware, keys=api_keys)
+    # Outside authentication (which reads no body) and inside the replica header: a /v1 body over the
+    # cap is refused before FastAPI parses it.
+    app.add_middleware(BodyLimit, limit=max_openai_body_bytes)
     if replica:
         app.add_middleware(ReplicaHeader, replica=replica)  # outermost: refusals carry it too
 

@@ -305,6 +305,7 @@ class Ingress:
             emit_record=self._emit,
             flush_audit=self._flush,
             max_body_bytes=self.cfg.ingress.max_body_bytes,
+            max_openai_body_bytes=self.cfg.ingress.max_openai_body_bytes,
             api_keys=self.cfg.auth.api_keys,
             limiter=self.limiter,
             retry_after_s=self.cfg.ingress.retry_after_s,
