@@ -12,7 +12,6 @@ named ``playbook``.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -63,36 +62,8 @@ DEFAULT_STEPS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-# Words of a runbook's causes section, for the follow-up lookup (``$runbook_causes_query``).
-CAUSE_WORDS = {"en": "diagnosis possible causes", "zh": "诊断 可能的原因 排查"}
-# A runbook section that says why an alert fires or how to find out (not what it means).
-CAUSE_SECTION = re.compile(r"diagnos|cause|troubleshoot|investigat|排查|原因|诊断", re.IGNORECASE)
-# Every playbook ends with it; without a value (the best runbook's causes were found) it is skipped.
-FOLLOW_UP = ("lookup_knowledge", {"query": "$runbook_causes_query"})
-
-
-def _runbook_causes_query(ctx: RunContext) -> str:
-    """The query for the causes of the runbook the question's lookup ranked first, when that lookup
-    returned none of its diagnosis or cause sections: a question's words match a runbook's description
-    of the alert (its meaning or symptoms) best, and the section that lists the causes scored below the
-    blocks the lookup kept, so the answer saw what the alert means and never why it fires."""
-    question = ctx.question[:QUESTION_CHARS]
-    for entry in ctx.boundary.ledger.values():
-        if entry.tool_name != "lookup_knowledge" or entry.args.get("query") != question:
-            continue
-        blocks = [b for b in entry.result.output.get("evidence") or [] if isinstance(b, dict)]
-        if entry.result.status != "success" or not blocks or not blocks[0].get("title"):
-            return ""
-        doc = str(blocks[0].get("key", "")).split("#")[0]
-        sections = [str(b.get("heading") or "").split(">")[-1] for b in blocks if str(b.get("key", "")).startswith(doc)]
-        if any(CAUSE_SECTION.search(s) for s in sections):
-            return ""
-        return f"{blocks[0]['title']} {CAUSE_WORDS['zh' if ctx.lang == 'zh' else 'en']}"
-    return ""
-
-
 def _variables(ctx: RunContext) -> dict[str, str]:
-    values = {"$question": ctx.question[:QUESTION_CHARS], "$runbook_causes_query": _runbook_causes_query(ctx)}
+    values = {"$question": ctx.question[:QUESTION_CHARS]}
     for entry in reversed(list(ctx.boundary.ledger.values())):
         ranking = entry.result.output.get("ranking") if entry.tool_name == "rank_anomalies" else None
         if ranking:
@@ -121,7 +92,7 @@ async def run_playbook(
     ctx: RunContext, skill: str, steps: list[tuple[str, dict[str, Any]]]
 ) -> AsyncGenerator[StatusEvent, None]:
     step = ctx.recorder.begin_step()
-    names = [tool for tool, _ in [*steps, FOLLOW_UP]]
+    names = [tool for tool, _ in steps]
     ctx.recorder.agent_step(
         step,
         message_roles=[],
@@ -133,7 +104,7 @@ async def run_playbook(
         agent_name="playbook",
     )
     seen: set[str] = set()
-    for n, (tool, args) in enumerate([*steps, FOLLOW_UP], 1):
+    for n, (tool, args) in enumerate(steps, 1):
         resolved = _resolve(args, _variables(ctx))
         signature = f"{tool}:{json.dumps(resolved, sort_keys=True, ensure_ascii=False)}"
         if resolved is None or signature in seen:
