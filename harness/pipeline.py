@@ -38,6 +38,7 @@ from harness.prompts import language_of
 from harness.protocols import AuditSink
 from harness.recorder import RunRecorder
 from harness.routing import Embed, ExemplarRouter
+from harness.rules_model import RulesModel
 from harness.scope import RunOptions, RunScope
 from harness.settings import HarnessSettings
 from harness.stages import evidence_guard
@@ -79,6 +80,7 @@ class DiagnosisPipeline:
         run_id_factory: Callable[[], str] = new_run_id,
         clock: Callable[[], float] = time.time,
         embed: Embed | None = None,
+        telemetry_source: Callable[[RunScope], str] | None = None,
     ) -> None:
         self.sink = sink
         self.settings = settings or HarnessSettings()
@@ -86,11 +88,20 @@ class DiagnosisPipeline:
         self.tools = tools or (lambda _scope: [])
         self.skills = skills or {}
         self.embed = embed
+        self.telemetry_source = telemetry_source
         self.exemplars = ExemplarRouter(embed) if embed is not None else None
         self.domains = domains
         self.history: HistoryStore = history or SessionHistory()
         self.run_id_factory = run_id_factory
         self.clock = clock
+
+    def _source(self, scope: RunScope) -> str:
+        """Where this run's evidence comes from, for the report's limitations: the telemetry, and the
+        scripted profile's rules model when it stands in for a language model (its answers are scripted)."""
+        source = self.telemetry_source(scope) if self.telemetry_source else ""
+        if isinstance(self.model, RulesModel):
+            source = f"{source}; model: scripted (rules, no language model)" if source else "model: scripted"
+        return source
 
     def scope(self, question: str, options: RunOptions | None) -> RunScope:
         """The run's clock and telemetry: the internal options where the service set them, else the
@@ -127,6 +138,7 @@ class DiagnosisPipeline:
                 history=await self.history.get(session_key(tenant_id, request.Id)),
                 embed=self.embed,
                 whole_telemetry=scope.telemetry is not None,
+                telemetry_source=self._source(scope),
             )
             async for event in self._diagnose(ctx, session_key(tenant_id, request.Id)):
                 yield event
@@ -223,7 +235,9 @@ class DiagnosisPipeline:
             verdict = await verify(ctx, payload, round_no, guard.kept if constructed else None)
             evaluation["verifier_evaluation"] = self._evaluation(verdict, round_no, payload.model_dump())
             if verdict.verdict == "PASS":
-                release = report(guard.kept, ctx.boundary.ledger, ctx.lang, verdict, ctx.scope, ctx.question)
+                release = report(
+                    guard.kept, ctx.boundary.ledger, ctx.lang, verdict, ctx.scope, ctx.question, ctx.telemetry_source
+                )
                 break
             rejected = verdict.verdict == "REJECT"
             if not rejected and round_no < self.settings.max_rounds:

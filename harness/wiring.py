@@ -95,4 +95,5 @@ def build_pipeline(
         clock=service_clock(telemetry),
         embed=embed,
         history=history,
+        telemetry_source=lambda scope: (scope.telemetry or telemetry).describe(),
     )

@@ -7,6 +7,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 _POD_RE = "({service})-[a-z0-9]+-[a-z0-9]+"
+# Where the demo incident ships in a checkout (knowledge/telemetry/{logs,metrics}).
+BUNDLED_TELEMETRY = "knowledge/telemetry"
 
 
 class PromSignal(BaseModel):
@@ -126,3 +128,25 @@ class TelemetrySettings(BaseModel):
         default=None, description="Year for log lines without one (Loghub Linux, OpenSSH); None: the current year."
     )
     prometheus: PrometheusSettings = Field(default_factory=PrometheusSettings, description="The Prometheus backend.")
+
+    def describe(self) -> str:
+        """Where the tools' telemetry comes from, in a few words for a report's ``limitations.scope``: a
+        reader must be able to tell an answer about the bundled synthetic incident or a replay from one
+        about their own systems."""
+        from pathlib import PurePath
+
+        parts: list[str] = []
+        if self.backend == "prometheus":
+            parts.append(f"Prometheus at {self.prometheus.url}")
+        roots = [*self.metric_roots, *self.log_roots] if self.backend == "file" else list(self.log_roots)
+        bundled = [r for r in roots if PurePath(r).parent.as_posix().endswith(BUNDLED_TELEMETRY)]
+        if bundled:
+            logs_only = self.backend == "prometheus"
+            parts.append(("logs of " if logs_only else "") + "the bundled demo incident (synthetic)")
+        others = sorted({PurePath(r).name for r in roots if r not in bundled})
+        if others:
+            parts.append("files under " + ", ".join(others))
+        if self.backend == "file" and self.nezha_days:
+            days = ("/".join(PurePath(d).parts[-2:]) for d in self.nezha_days)
+            parts.append("a Nezha replay of " + ", ".join(days))
+        return "; ".join(parts) or "none"

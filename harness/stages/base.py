@@ -37,6 +37,7 @@ class RunContext:
     component_rounds: dict[str, int] = field(default_factory=dict)
     embed: Embed | None = None  # the lookup's embedder: the router's exemplars, the verifier's similarity check
     whole_telemetry: bool = False  # the run's telemetry was chosen for this question (the RCA replay)
+    telemetry_source: str = ""  # where the tools' telemetry comes from (TelemetrySettings.describe)
     scope: QuestionScope | None = None  # what of the telemetry the question is about, once the tools answered
 
     def next_round(self, component: str) -> int:

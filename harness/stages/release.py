@@ -295,7 +295,9 @@ def report(
     verdict: VerifierOutput | None = None,
     scope: QuestionScope | None = None,
     question: str = "",
+    telemetry_source: str = "",
 ) -> Release:
+    """``telemetry_source``: where the telemetry came from, said in ``limitations.scope``."""
     supported = supported_claims(evidence, verdict)
     claims = [c for c in supported if not quotes_instructions(c.claim_text)]
     # A hypothesis that restates the question is no hypothesis (the 0.5B writes the symptom back).
@@ -342,6 +344,8 @@ def report(
         summary = _attributed_summary(summary, claims, lang)
     used = sorted({e.tool_name for e in ledger.values() if e.result.status == "success"})
     scope_text = ("证据来源：" if lang == "zh" else "Evidence from: ") + (", ".join(used) or NONE[lang])
+    if telemetry_source:
+        scope_text += ("；遥测数据：" if lang == "zh" else "; telemetry: ") + telemetry_source
     missing = [m for m in evidence.missing_info if not quotes_instructions(m)]
     payload = DiagnosisReportPayload(
         report=Report(

@@ -103,6 +103,9 @@ async def test_a_grounded_report_on_a_real_fault(nezha_day: Path) -> None:
     causes = payload["root_causes"]
     assert causes[0]["component"] == "currencyservice"
     assert causes[0]["claim_ids"] == ["claim-1"] and not causes[0]["indirect"]
+    # The report says where its telemetry came from: the replayed day, not the service's own.
+    scope = payload["report"]["limitations"]["scope"]
+    assert scope.endswith(f"; telemetry: a Nezha replay of {nezha_day.parent.name}/{nezha_day.name}"), scope
     # The claim cites the anomaly ranking: its next services follow as the next suspects.
     assert [c["component"] for c in causes[1:]] == [s for s in model.components if s != "currencyservice"][:2]
     assert all(c["indirect"] and c["confidence"] == "low" and c["claim_ids"] == ["claim-1"] for c in causes[1:])

@@ -106,6 +106,11 @@ async def test_the_sdk_client_lists_the_tools_and_diagnoses_with_progress(servic
     # The deterministic rules model on the demo incident: a report, the one outcome it produces.
     assert report["sessionId"] == "mcp-s1" and report["outcome"] == "SUCCESS"
     assert report["content"]["content_type"] == "DIAGNOSIS_REPORT"
+    # A reader can tell this answer is about the bundled synthetic incident, written by the rules model.
+    scope = report["content"]["payload"]["report"]["limitations"]["scope"]
+    assert scope.endswith(
+        "; telemetry: the bundled demo incident (synthetic); model: scripted (rules, no language model)"
+    ), scope
     # The run is an ordinary audited run of team-a (the key's tenant).
     started = next(r for r in service["sink"].records if r.kind == "run_started" and r.run_id == report["runId"])
     assert started.data["tenant_id"] == "team-a"
