@@ -271,21 +271,20 @@ def _added_guidance(
     ledger: dict[str, LedgerEntry], scope: QuestionScope | None, picked: list[Claim] | None = None
 ) -> list[Claim]:
     """The best runbook sentences of the runbook the lookup ranked first (diagnosis before symptoms), as
-    guidance the system added, up to ``ADDED_GUIDANCE`` lines of that runbook in all: a small model's
-    picks were often lines of a lower-ranked runbook, or one line of the best match that says what the
-    alert means while the next says why it fires, and the user should still get what the best match
-    says. Only lookups about the question count (the same ledger the answer was shown)."""
+    guidance the system added, when the model picked none of that runbook: a small model's picks were
+    often lines of a lower-ranked runbook, and the user should still get what the best match says. Only
+    lookups about the question count (the same ledger the answer was shown)."""
     if scope is not None:
         ledger = about_the_question(ledger, scope.has_telemetry)
     spans = [s for s in build_catalog(ledger, 40) if s.tool_name == "lookup_knowledge" and not s.describes_symptoms]
     if not spans:
         return []
     top = spans[0].key.split("#")[0]
-    lines = [c for c in picked or [] if c.claim_type == "guidance"]
-    chosen = {c.claim_text for c in lines}
-    room = ADDED_GUIDANCE - sum(c.evidence_bindings[0].source_id.split("#")[0] == top for c in lines)
+    chosen = {c.claim_text for c in picked or [] if c.claim_type == "guidance"}
+    if any(c.evidence_bindings[0].source_id.split("#")[0] == top for c in picked or [] if c.claim_type == "guidance"):
+        return []
     spans = [s for s in spans if s.key.split("#")[0] == top and s.text not in chosen]
-    return [guidance(s, f"guide-{k}", added=True) for k, s in enumerate(spans[: max(0, room)], 1)]
+    return [guidance(s, f"guide-{k}", added=True) for k, s in enumerate(spans[:ADDED_GUIDANCE], 1)]
 
 
 def report(

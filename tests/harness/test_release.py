@@ -259,19 +259,3 @@ def test_a_runbook_sentence_is_never_released_as_a_finding() -> None:
         ("finding", "payment-service hikaricp_connections_active rose from 5 to 20"),
         ("guidance", rule),
     ]
-
-
-def test_one_line_of_the_best_runbook_picked_gets_its_next_line_added() -> None:
-    """The model picked one line of the best-ranked runbook: the system adds its next line, marked, so the
-    user gets two lines of the best match (before: nothing was added once any line of it was picked)."""
-    from harness.evidence_catalog import build_catalog
-    from harness.question_scope import question_scope
-    from harness.stages.answer import guidance as guidance_claim
-
-    question = "After the rollout frontend pods never become Ready (KubePodNotReady). What did we break?"
-    ledger = _runbook_ledger()
-    first, second = build_catalog(ledger, 10)
-    draft = ExecutorEvidence(diagnosis_summary="", claims=[guidance_claim(first, "claim-1")], user_facing_answer="")
-    release = report(draft, ledger, "en", None, question_scope(question, ledger), question)
-    analysis = release.payload.model_dump()["report"]["analysis"]
-    assert [(a["text"], a["added"]) for a in analysis] == [(first.text, False), (second.text, True)]
