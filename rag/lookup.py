@@ -269,14 +269,10 @@ class KnowledgeLookupService:
             used += len(h.text)
         return out, cut
 
-    def _plans(self, domain: str | None) -> list[tuple[AttemptName, SearchMode, list[str] | None]]:
-        """Only a domain the caller asked for filters the search. The keyword hints (``L0_KEYWORDS``)
-        are recorded, never a filter: written for the bundled runbooks' domains, they confined "etcd
-        gRPC p99 is slow" to the bundled API-latency runbooks and "MySQL server" (a TiDB OOM) to the
-        HikariCP ones, while the knowledge base held a runbook named after the asked alert."""
+    def _plans(self, hints: L0Hints) -> list[tuple[AttemptName, SearchMode, list[str] | None]]:
         plans: list[tuple[AttemptName, SearchMode, list[str] | None]] = []
-        if domain:
-            plans.append(("FILTERED_VECTOR", self.s.mode, [domain]))
+        if hints.domains:
+            plans.append(("FILTERED_VECTOR", self.s.mode, hints.domains))
         plans.append(("UNFILTERED_VECTOR", self.s.mode, None))
         if self.s.mode != "dense":
             plans.append(("DENSE_ONLY", "dense", None))
@@ -297,8 +293,7 @@ class KnowledgeLookupService:
     async def lookup(self, query: str, tool_call_id: str, domain: str | None = None) -> LookupOutcome:
         query = (query or "").strip()
         hints = l0_hints(query)
-        domain = domain if domain in L0_KEYWORDS else None  # filters are built from our own vocabulary only
-        if domain and domain not in hints.domains:
+        if domain and domain in L0_KEYWORDS and domain not in hints.domains:
             hints = L0Hints(domains=[domain, *hints.domains], matched_keywords=hints.matched_keywords)
         if not query:
             return self._outcome(tool_call_id, hints, [], error="the query is empty")
@@ -315,7 +310,7 @@ class KnowledgeLookupService:
             qvec = enc.dense[0]
             qlex = enc.lexical[0] if enc.lexical else None
             gvec = enc.dense[1] if glossed else None
-            for name, mode, domains in self._plans(domain):
+            for name, mode, domains in self._plans(hints):
                 start = time.perf_counter()
                 found = await self.search(query, qvec, qlex, mode, self.s.top_k, domains, gvec)
                 top = max((h.similarity for h in found), default=None)
