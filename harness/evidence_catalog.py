@@ -21,7 +21,6 @@ from harness.tools.base import LedgerEntry
 
 SPAN_CHARS = 320
 SPANS_PER_RUNBOOK_BLOCK = 2
-LIST_ITEM_CHARS = 100  # list items up to this long are kept together with the line introducing them
 # The section of a runbook that describes the alert itself (the bundled runbooks' "Symptoms" / "现象").
 _SYMPTOM_SECTION = re.compile(r"symptom|现象|症状", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?。！？；;])\s+|\n+")
@@ -48,61 +47,15 @@ class Span:
         )
 
 
-_BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)、])\s*")
-_ENDED = re.compile(r"[.!?。！？;；:：]$")
-_CJK = re.compile(r"[\u4e00-\u9fff]")
-
-
-def _long_enough(piece: str) -> bool:
-    """A piece that can say something: 20 characters of English, 6 of Chinese ("集群中的节点不足。" is a whole
-    cause; an English phrase that short is a fragment)."""
-    return len(piece) >= (6 if _CJK.search(piece) else 20)
-
-
-def _cut(piece: str) -> str:
-    """At most ``SPAN_CHARS``, ending at a whole item or sentence where one ends inside the cap."""
-    if len(piece) <= SPAN_CHARS:
-        return piece
-    head = piece[:SPAN_CHARS]
-    end = max(head.rfind(m) for m in ("; ", "。", "；", ". "))
-    if end <= SPAN_CHARS // 3:
-        return head
-    return head[:end] if head[end] in ";；" else head[: end + 1]
-
-
-def _pieces(body: str) -> list[str]:
-    """The body's lines, with a list kept whole: the line that introduces it ("HPA 无法进行扩容可能的原因：")
-    and its short items are one piece, in the runbook's words, so the causes a runbook lists reach the
-    answer together instead of as fragments too short to be sentences."""
-    pieces: list[tuple[str, bool]] = []  # (text, is a list)
-    for line in body.split("\n"):
-        if not line.strip():
-            continue
-        item = _BULLET.match(line)
-        text = line[item.end() :].strip() if item else line.strip()
-        short = len(text) <= LIST_ITEM_CHARS  # a long item is a sentence of its own
-        if item and short and pieces and (pieces[-1][1] or pieces[-1][0].rstrip().endswith((":", "："))):
-            prev = pieces[-1][0].rstrip()
-            glue = " " if _ENDED.search(prev) else "; "
-            pieces[-1] = (f"{prev}{glue}{text}", True)
-        else:
-            pieces.append((text, bool(item) and short))
-    out: list[str] = []
-    for text, is_list in pieces:
-        out += [text] if is_list else _SENTENCE.split(text)
-    return out
-
-
 def _sentences(text: str) -> list[str]:
-    """Verbatim pieces of a runbook chunk: its sentences and lists, the heading line ("Title > Section")
-    skipped."""
+    """Verbatim pieces of a runbook chunk: its sentences, the heading line ("Title > Section") skipped."""
     lines = text.split("\n", 1)
     body = lines[1] if len(lines) > 1 and ">" in lines[0] else text
     out = []
-    for part in _pieces(body):
+    for part in _SENTENCE.split(body):
         part = part.strip().lstrip("-*#0123456789. ").strip()
-        if _long_enough(part):
-            out.append(_cut(part))
+        if len(part) >= 20:
+            out.append(part[:SPAN_CHARS])
     return out
 
 
