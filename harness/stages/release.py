@@ -30,7 +30,6 @@ from harness.contracts import (
 )
 from harness.evidence_catalog import build_catalog
 from harness.instruction_guard import quotes_instructions
-from harness.playbook import about_the_question
 from harness.question_scope import QuestionScope, limitation
 from harness.stages.answer import guidance
 from harness.stages.support_check import content_overlap
@@ -267,15 +266,10 @@ def _analysis(claims: list[Claim], causes: list[RootCause], hypotheses: list[Hyp
     return items
 
 
-def _added_guidance(
-    ledger: dict[str, LedgerEntry], scope: QuestionScope | None, picked: list[Claim] | None = None
-) -> list[Claim]:
+def _added_guidance(ledger: dict[str, LedgerEntry], picked: list[Claim] | None = None) -> list[Claim]:
     """The best runbook sentences of the runbook the lookup ranked first (diagnosis before symptoms), as
     guidance the system added, when the model picked none of that runbook: a small model's picks were
-    often lines of a lower-ranked runbook, and the user should still get what the best match says. Only
-    lookups about the question count (the same ledger the answer was shown)."""
-    if scope is not None:
-        ledger = about_the_question(ledger, scope.has_telemetry)
+    often lines of a lower-ranked runbook, and the user should still get what the best match says."""
     spans = [s for s in build_catalog(ledger, 40) if s.tool_name == "lookup_knowledge" and not s.describes_symptoms]
     if not spans:
         return []
@@ -309,7 +303,7 @@ def report(
     unseen = limitation(scope, lang) if scope is not None else None
     if unseen:  # the evidence list's own sentence about missing telemetry, copied back, is no hypothesis
         hypotheses = [h for h in hypotheses if content_overlap(h.hypothesis_text, unseen) < ECHO]
-    claims += _added_guidance(ledger, scope, claims)
+    claims += _added_guidance(ledger, claims)
     if not claims:
         # Say why: the instruction guard withheld what was supported, or nothing was supported at all.
         gap = REMOVED[lang] if supported else UNSUPPORTED[lang]
@@ -428,7 +422,7 @@ def fallback(
         confirmed = [c.claim_text for c in confirmed_claims]
     confirmed = [c for c in confirmed if not quotes_instructions(c) and c not in guidance]
     if not steps:
-        steps = [_attributed(c) for c in list(guidance.values()) or _added_guidance(ledger, scope)]
+        steps = [_attributed(c) for c in list(guidance.values()) or _added_guidance(ledger)]
     unseen = limitation(scope, lang) if scope is not None else None
     if unseen:
         gaps = [unseen, *gaps]

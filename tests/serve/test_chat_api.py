@@ -52,7 +52,11 @@ async def test_twenty_concurrent_streams_complete_and_reconcile(client: httpx.As
         ({"content": b"not json", "headers": {"content-type": "application/json"}}, 400, "INVALID_JSON"),
         # Nested 5,000 deep in 10 KB: json.loads raised RecursionError, answered 500 with a traceback.
         ({"content": b"[" * 5000 + b"]" * 5000, "headers": {"content-type": "application/json"}}, 400, "INVALID_JSON"),
-        ({"content": b'{"a":' * 5000 + b"1" + b"}" * 5000, "headers": {"content-type": "application/json"}}, 400, "INVALID_JSON"),  # noqa: E501
+        (
+            {"content": b'{"a":' * 5000 + b"1" + b"}" * 5000, "headers": {"content-type": "application/json"}},
+            400,
+            "INVALID_JSON",
+        ),  # noqa: E501
         ({"json": {"Id": "s"}}, 422, "INVALID_REQUEST"),
         ({"json": {"Id": "s", "Question": ""}}, 422, "INVALID_REQUEST"),
         ({"json": {"Id": "s", "Question": "x" * 8001}}, 422, "INVALID_REQUEST"),
