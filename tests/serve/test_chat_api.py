@@ -56,7 +56,7 @@ async def test_twenty_concurrent_streams_complete_and_reconcile(client: httpx.As
             {"content": b'{"a":' * 5000 + b"1" + b"}" * 5000, "headers": {"content-type": "application/json"}},
             400,
             "INVALID_JSON",
-        ),  # noqa: E501
+        ),
         ({"json": {"Id": "s"}}, 422, "INVALID_REQUEST"),
         ({"json": {"Id": "s", "Question": ""}}, 422, "INVALID_REQUEST"),
         ({"json": {"Id": "s", "Question": "x" * 8001}}, 422, "INVALID_REQUEST"),
