@@ -83,6 +83,8 @@ def _validation_message(err: ValidationError | RequestValidationError) -> str:
     return "; ".join(parts)
 
 
+# JSON nested past the interpreter's stack (json.loads raises RecursionError): bad input, never a crash.
+TOO_DEEP = "the body's JSON is nested too deeply"
 CONSOLE = Path(__file__).parent / "console"
 CONSOLE_ASSETS = {"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8"}
 # The console loads only its own files: no inline script or style, nothing from another origin.
@@ -185,18 +187,13 @@ def create_api(
         if isinstance(exc.__cause__, BodyTooLarge):
             return error(413, "BODY_TOO_LARGE", str(exc.__cause__))
         if isinstance(exc.__cause__, RecursionError):
-            return error(400, "INVALID_JSON", "the body's JSON is nested too deeply")
+            return error(400, "INVALID_JSON", TOO_DEEP)
         code = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(exc.status_code, "HTTP_ERROR")
         return error(exc.status_code, code, str(exc.detail))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_req: Request, exc: RequestValidationError) -> JSONResponse:
         return error(422, "INVALID_REQUEST", _validation_message(exc))
-
-    @app.exception_handler(RecursionError)
-    async def _too_deep(_req: Request, _exc: RecursionError) -> JSONResponse:
-        # JSON nested past the interpreter's stack, on a route FastAPI parses itself (/v1): bad input.
-        return error(400, "INVALID_JSON", "the body's JSON is nested too deeply")
 
     @app.exception_handler(Exception)
     async def _unexpected(_req: Request, exc: Exception) -> JSONResponse:
@@ -219,8 +216,8 @@ def create_api(
             return json.loads(body)
         except (ValueError, UnicodeDecodeError):
             return error(400, "INVALID_JSON", "the body is not valid JSON")
-        except RecursionError:  # 10 KB of "[[[[…" parses past the interpreter's stack: bad input, not a crash
-            return error(400, "INVALID_JSON", "the body's JSON is nested too deeply")
+        except RecursionError:  # 10 KB of "[[[[…"
+            return error(400, "INVALID_JSON", TOO_DEEP)
 
     async def parse_body(request: Request, model: type[BodyT]) -> BodyT | JSONResponse:
         data = await read_json(request)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import PurePath
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -133,8 +134,6 @@ class TelemetrySettings(BaseModel):
         """Where the tools' telemetry comes from, in a few words for a report's ``limitations.scope``: a
         reader must be able to tell an answer about the bundled synthetic incident or a replay from one
         about their own systems."""
-        from pathlib import PurePath
-
         parts: list[str] = []
         if self.backend == "prometheus":
             parts.append(f"Prometheus at {self.prometheus.url}")

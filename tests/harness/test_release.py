@@ -16,14 +16,19 @@ from harness.stages.release import UNSUPPORTED, report
 from harness.tools.base import LedgerEntry, ToolResult
 
 
-def _claim(n: int, text: str) -> Claim:
-    binding = EvidenceBinding(
+def _binding(key: str, tool: str, call_id: str, excerpt: str) -> EvidenceBinding:
+    return EvidenceBinding(
         source_type="tool_trace",
-        source_id="anomaly:cartservice:2022-08-22T04:27Z",
-        tool_name="rank_anomalies",
-        source_invocation_ids=["c1"],
-        evidence_excerpt="cartservice ranks 1 of 10: call_latency 0.005 s -> 0.257 s",
+        source_id=key,
+        tool_name=tool,
+        source_invocation_ids=[call_id],
+        evidence_excerpt=excerpt,
     )
+
+
+def _claim(n: int, text: str) -> Claim:
+    excerpt = "cartservice ranks 1 of 10: call_latency 0.005 s -> 0.257 s"
+    binding = _binding("anomaly:cartservice:2022-08-22T04:27Z", "rank_anomalies", "c1", excerpt)
     return Claim(
         claim_id=f"claim-{n}",
         claim_type="root_cause",
@@ -128,13 +133,8 @@ def test_the_anomaly_ranking_leads_unless_the_model_has_evidence_it_lacks() -> N
 
 def test_a_pick_resting_on_its_own_logs_leads_the_ranking() -> None:
     logs = LedgerEntry("c3", "query_logs", {"service": "frontend"}, ToolResult("success", {"templates": []}), 1)
-    binding = EvidenceBinding(
-        source_type="tool_trace",
-        source_id="log:frontend:template-7",
-        tool_name="query_logs",
-        source_invocation_ids=["c3"],
-        evidence_excerpt="frontend: 412 lines of 'rpc error: code = Unavailable' in the window, none before",
-    )
+    excerpt = "frontend: 412 lines of 'rpc error: code = Unavailable' in the window, none before"
+    binding = _binding("log:frontend:template-7", "query_logs", "c3", excerpt)
     log_claim = DRAFT.claims[0].model_copy(update={"claim_id": "claim-3", "evidence_bindings": [binding]})
     draft = DRAFT.model_copy(
         update={"claims": [*DRAFT.claims, log_claim], "root_causes": [_cause("frontend", "claim-3")]}
