@@ -21,9 +21,13 @@ from harness.tools.base import LedgerEntry
 
 SPAN_CHARS = 320
 SPANS_PER_RUNBOOK_BLOCK = 2
-# The section of a runbook that describes the alert itself (the bundled runbooks' "Symptoms" / "现象").
-_SYMPTOM_SECTION = re.compile(r"symptom|现象|症状", re.IGNORECASE)
-_SENTENCE = re.compile(r"(?<=[.!?。！？；;])\s+|\n+")
+# The sections of a runbook that describe the alert itself and what follows from it (the bundled
+# runbooks' "Symptoms" / "现象", the public runbooks' "Impact" / "影响"): neither says why it happened.
+_SYMPTOM_SECTION = re.compile(r"symptom|现象|症状|impact|影响", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?。！？；;])\s+")
+# A line that starts a new piece of a runbook: a list item, a heading, a quote or a table row.
+_ITEM_START = re.compile(r"^\s*(?:[-*+>#|]|\d+[.)])\s*")
+_FENCE = re.compile(r"^\s*(```|~~~)")
 
 
 @dataclass(frozen=True)
@@ -47,29 +51,66 @@ class Span:
         )
 
 
+def _pieces(body: str) -> list[str]:
+    """The paragraphs and list items of a runbook chunk, each on one line: runbooks are hard-wrapped at
+    80 columns, and a line is not a sentence ("readiness and liveness probes may be incorrect - wrong
+    port or command," ran on to its next line). Fenced code is left out: a query or a command line is
+    no sentence an engineer reads as guidance."""
+    pieces: list[str] = []
+    current: list[str] = []
+    fenced = False
+    for line in body.split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        if not line.strip() or _ITEM_START.match(line):
+            if current:
+                pieces.append(" ".join(current))
+            current = [line.strip()] if line.strip() else []
+        else:
+            current.append(line.strip())
+    if current:
+        pieces.append(" ".join(current))
+    return pieces
+
+
 def _sentences(text: str) -> list[str]:
     """Verbatim pieces of a runbook chunk: its sentences, the heading line ("Title > Section") skipped."""
     lines = text.split("\n", 1)
     body = lines[1] if len(lines) > 1 and ">" in lines[0] else text
     out = []
-    for part in _SENTENCE.split(body):
-        part = part.strip().lstrip("-*#0123456789. ").strip()
-        if len(part) >= 20:
-            out.append(part[:SPAN_CHARS])
+    for piece in _pieces(body):
+        for part in _SENTENCE.split(piece):
+            part = part.strip().lstrip("-*+>#|0123456789.) ").strip()
+            if len(part) >= 20:
+                out.append(part[:SPAN_CHARS])
     return out
 
 
-# What makes a runbook sentence worth showing an on-call engineer: it says why something happens or what
-# to look at (English and Chinese markers), or it sits in a section about causes and diagnosis.
-_TELLS = re.compile(
-    r"\b(?:caus\w*|due to|because|result\w*|usually|typically|common\w*|often|can be|may be|might|lead\w*|"
-    r"trigger\w*|exhaust\w*|leak\w*|misconfigur\w*|limit\w*|fail\w*|check\w*|verify|look for)\b|"
-    r"原因|导致|由于|因为|通常|可能|常见|引起|造成|检查|排查|确认",
+# What makes a runbook sentence worth showing an on-call engineer who asks why: it names a cause (English
+# and Chinese markers); next, it says what to look at. Causes first: of a diagnosis list's "Check pod
+# events" and "readiness probes may be incorrect", the second answers the question.
+_CAUSES = re.compile(
+    r"\b(?:caus\w*|due to|because|result\w*|usually|typically|common\w*|often|can be|could be|may be|might|"
+    r"lead\w*|trigger\w*|exhaust\w*|leak\w*|misconfigur\w*|incorrect\w*|wrong|missing|too (?:low|high|many|few|"
+    r"small|large|short|long)|limit\w*)\b|"
+    r"原因|导致|由于|因为|通常|可能|常见|引起|造成|不正确|错误|丢失|缺失|过低|过高|过多|过短|不足|超过|失败",
     re.IGNORECASE,
 )
+_CHECKS = re.compile(r"\b(?:check\w*|verify|look for|inspect)\b|检查|排查|确认|查看", re.IGNORECASE)
 _DIAGNOSIS_SECTION = re.compile(
     r"diagnos|cause|meaning|troubleshoot|investigat|排查|原因|诊断|含义|分析", re.IGNORECASE
 )
+
+
+def telling(text: str) -> float:
+    """How much a runbook sentence says about causes (up to 2), then checks (0.5); a fragment of under
+    six words loses 2."""
+    words = len(text.split()) if not re.search(r"[\u4e00-\u9fff]", text) else len(text) / 2
+    tells = min(2, len(_CAUSES.findall(text))) + (0.5 if _CHECKS.search(text) else 0)
+    return tells - (2 if words < 6 else 0)
 
 
 def _telling(sentences: list[str], heading: str) -> list[str]:
@@ -79,9 +120,7 @@ def _telling(sentences: list[str], heading: str) -> list[str]:
     section = 2 if _DIAGNOSIS_SECTION.search(heading.split(">")[-1]) else 0
 
     def worth(i: int) -> float:
-        text = sentences[i]
-        words = len(text.split()) if not re.search(r"[\u4e00-\u9fff]", text) else len(text) / 2
-        return section + min(2, len(_TELLS.findall(text))) - (2 if words < 6 else 0) - i * 0.01
+        return section + telling(sentences[i]) - i * 0.01
 
     best = sorted(range(len(sentences)), key=worth, reverse=True)[:SPANS_PER_RUNBOOK_BLOCK]
     return [sentences[i] for i in sorted(best)]

@@ -269,10 +269,14 @@ class KnowledgeLookupService:
             used += len(h.text)
         return out, cut
 
-    def _plans(self, hints: L0Hints) -> list[tuple[AttemptName, SearchMode, list[str] | None]]:
+    def _plans(self, asked: str | None) -> list[tuple[AttemptName, SearchMode, list[str] | None]]:
+        """``asked``: a domain the caller named. The L0 keyword hints never filter: their vocabulary is
+        the bundled runbooks' domains, while an ingested corpus's documents take their folder's name as
+        their domain, so a filter from "pod" or "timeout" hid every ingested runbook (the public
+        runbooks of benchmarks/diagnosis_correctness.py behind the bundled ones)."""
         plans: list[tuple[AttemptName, SearchMode, list[str] | None]] = []
-        if hints.domains:
-            plans.append(("FILTERED_VECTOR", self.s.mode, hints.domains))
+        if asked:
+            plans.append(("FILTERED_VECTOR", self.s.mode, [asked]))
         plans.append(("UNFILTERED_VECTOR", self.s.mode, None))
         if self.s.mode != "dense":
             plans.append(("DENSE_ONLY", "dense", None))
@@ -293,8 +297,9 @@ class KnowledgeLookupService:
     async def lookup(self, query: str, tool_call_id: str, domain: str | None = None) -> LookupOutcome:
         query = (query or "").strip()
         hints = l0_hints(query)
-        if domain and domain in L0_KEYWORDS and domain not in hints.domains:
-            hints = L0Hints(domains=[domain, *hints.domains], matched_keywords=hints.matched_keywords)
+        asked = domain if domain and domain in L0_KEYWORDS else None
+        if asked and asked not in hints.domains:
+            hints = L0Hints(domains=[asked, *hints.domains], matched_keywords=hints.matched_keywords)
         if not query:
             return self._outcome(tool_call_id, hints, [], error="the query is empty")
         if len(query) > MAX_QUERY_CHARS:
@@ -310,7 +315,7 @@ class KnowledgeLookupService:
             qvec = enc.dense[0]
             qlex = enc.lexical[0] if enc.lexical else None
             gvec = enc.dense[1] if glossed else None
-            for name, mode, domains in self._plans(hints):
+            for name, mode, domains in self._plans(asked):
                 start = time.perf_counter()
                 found = await self.search(query, qvec, qlex, mode, self.s.top_k, domains, gvec)
                 top = max((h.similarity for h in found), default=None)

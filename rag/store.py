@@ -57,6 +57,21 @@ KEYWORD_LISTS = ("bm25", "lexical")
 SCRIPTED_LISTS = (*KEYWORD_LISTS, "gloss")
 BM25_FIELDS = ("sparse", "sparse_en")  # the BM25 outputs of the "text" (jieba) and "text_en" fields
 PROFILE_DEPTH = 10  # dense hits whose writing system script-aware fusion reads (rag/script.py)
+# A name in a query: a word of at least 8 characters with a camel hump (KubePodCrashLooping, TargetDown,
+# etcdGRPCRequestsSlow) or two underscores (pd_cluster_down_store_nums): how alerts and runbooks are named.
+_NAME_WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9_]{7,79}(?![A-Za-z0-9_])")
+_HUMP = re.compile(r"[a-z0-9][A-Z]")
+_NAME_SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+MAX_NAMES = 4
+NAMED_CHUNKS = 64  # a runbook is a few to twenty chunks; two or three runbooks share a name
+
+
+def named_slugs(query: str) -> list[str]:
+    """The document ids the query's names would have (``rag.chunking.doc_id_for``: lower case, runs of
+    other characters as one hyphen)."""
+    words = [w for w in _NAME_WORD.findall(query) if _HUMP.search(w) or w.count("_") >= 2]
+    slugs = [re.sub(r"[^a-z0-9]+", "-", w.lower()).strip("-") for w in words]
+    return list(dict.fromkeys(slugs))[:MAX_NAMES]
 
 
 @dataclass
@@ -102,6 +117,14 @@ class FusionSettings(BaseModel):
         "they can match in the documents the dense list finds nearest, and each keyword hit by how common "
         "its script is among those documents. A Chinese question whose nearest runbooks are English is "
         "decided by the dense list; monolingual queries are unchanged (store.script_weights).",
+    )
+    named_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="Weight of the named list: every chunk of a document whose name the query spells "
+        "(an alert such as KubePodCrashLooping or etcdGRPCRequestsSlow is its runbook's file name). An "
+        "engineer pasting an alert wants that alert's runbook first; its words match many runbooks "
+        "equally, the name matches one. 0 turns it off.",
     )
     gloss: bool = Field(
         default=True,
@@ -157,6 +180,7 @@ def fuse(
         "bm25": fusion.bm25_weight,
         "lexical": fusion.lexical_weight,
         "gloss": fusion.dense_weight,  # the same question, read with its gloss: as much as the dense list
+        "named": fusion.named_weight,
         **(readings or {}),
     }
     english = {"gloss", *(readings or {})}
@@ -463,7 +487,22 @@ class KnowledgeStore:
             lists["bm25"] = self.bm25_list(query, depth, expr, script)
         if mode == "hybrid" and self.lexical and qlex:
             lists["lexical"] = self._ranked([qlex], "lexical", {"metric_type": "IP"}, depth, expr, script)
+        if mode == "hybrid" and fusion.named_weight > 0:
+            named = self.named_list(query, expr)
+            if named:
+                lists["named"] = named
         return lists
+
+    def named_list(self, query: str, expr: str | None = None) -> list[Candidate]:
+        """Every chunk of the documents whose id is a name the query spells (``named_slugs``), score 1.
+        The slugs are validated ``[a-z0-9-]`` before they reach the expression."""
+        slugs = [s for s in named_slugs(query) if _NAME_SLUG.match(s)]
+        if not slugs:
+            return []
+        names = " or ".join(f'doc_id == "{s}" or doc_id like "%-{s}"' for s in slugs)
+        where = f"({names}) and ({expr})" if expr else names
+        rows = self.client.query(self.collection, filter=where, output_fields=["key", "doc_id"], limit=NAMED_CHUNKS)
+        return [Candidate(str(r["key"]), str(r["doc_id"]), 1.0) for r in rows]
 
     def dense_lists(
         self, vectors: list[np.ndarray], depth: int, expr: str | None = None, script: bool = True

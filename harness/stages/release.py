@@ -28,7 +28,7 @@ from harness.contracts import (
     SafeFallbackPayload,
     VerifierOutput,
 )
-from harness.evidence_catalog import build_catalog
+from harness.evidence_catalog import Span, build_catalog, telling
 from harness.instruction_guard import quotes_instructions
 from harness.question_scope import QuestionScope, limitation
 from harness.stages.answer import guidance
@@ -267,7 +267,8 @@ def _analysis(claims: list[Claim], causes: list[RootCause], hypotheses: list[Hyp
 
 
 def _added_guidance(ledger: dict[str, LedgerEntry], picked: list[Claim] | None = None) -> list[Claim]:
-    """The best runbook sentences of the runbook the lookup ranked first (diagnosis before symptoms), as
+    """The runbook sentences that say most about causes (``telling``) of the runbook the lookup ranked
+    first (never its symptom or impact section), as
     guidance the system added, when the model picked none of that runbook: a small model's picks were
     often lines of a lower-ranked runbook, and the user should still get what the best match says."""
     spans = [s for s in build_catalog(ledger, 40) if s.tool_name == "lookup_knowledge" and not s.describes_symptoms]
@@ -278,6 +279,12 @@ def _added_guidance(ledger: dict[str, LedgerEntry], picked: list[Claim] | None =
     if any(c.evidence_bindings[0].source_id.split("#")[0] == top for c in picked or [] if c.claim_type == "guidance"):
         return []
     spans = [s for s in spans if s.key.split("#")[0] == top and s.text not in chosen]
+    spans.sort(key=lambda s: -telling(s.text))  # stable: the search's order among equals
+    # Once each: two copies of a runbook (its upstream and a fork) repeat a sentence.
+    unique: dict[str, Span] = {}
+    for s in spans:
+        unique.setdefault(s.text, s)
+    spans = list(unique.values())
     return [guidance(s, f"guide-{k}", added=True) for k, s in enumerate(spans[:ADDED_GUIDANCE], 1)]
 
 
