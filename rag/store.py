@@ -61,17 +61,25 @@ PROFILE_DEPTH = 10  # dense hits whose writing system script-aware fusion reads 
 # etcdGRPCRequestsSlow) or two underscores (pd_cluster_down_store_nums): how alerts and runbooks are named.
 _NAME_WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9_]{7,79}(?![A-Za-z0-9_])")
 _HUMP = re.compile(r"[a-z0-9][A-Z]")
+_HUMPS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")  # Kube|Pod, GRPC|Requests
 _NAME_SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 MAX_NAMES = 4
 NAMED_CHUNKS = 64  # a runbook is a few to twenty chunks; two or three runbooks share a name
 
 
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
 def named_slugs(query: str) -> list[str]:
     """The document ids the query's names would have (``rag.chunking.doc_id_for``: lower case, runs of
-    other characters as one hyphen)."""
-    words = [w for w in _NAME_WORD.findall(query) if _HUMP.search(w) or w.count("_") >= 2]
-    slugs = [re.sub(r"[^a-z0-9]+", "-", w.lower()).strip("-") for w in words]
-    return list(dict.fromkeys(slugs))[:MAX_NAMES]
+    other characters as one hyphen), as one word and split at its humps: KubePodCrashLooping.md and
+    node-disk-full.md are both how runbooks are named."""
+    words = [w for w in _NAME_WORD.findall(query) if _HUMP.search(w) or w.count("_") >= 2][:MAX_NAMES]
+    slugs = []
+    for word in words:
+        slugs += [_slug(word), _slug(_HUMPS.sub("-", word))]
+    return list(dict.fromkeys(slugs))
 
 
 @dataclass

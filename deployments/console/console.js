@@ -225,6 +225,9 @@ async function ask(question) {
           const ok = m[3] === "success";
           if (li) { li.className = "tool " + (ok ? "done-ok" : "done-bad"); li.lastChild.textContent = " " + m[3] + " (" + clock(t0) + ")"; }
           tools.delete(m[1]);
+        } else if (/^(FINDING|GUIDANCE) /.test(data.detail || "")) {
+          // What the tools measured, shown while the model writes: tool output, not yet checked.
+          step(data.detail, "early " + data.detail.split(" ")[0].toLowerCase());
         } else {
           step(data.code + " — " + data.detail, "stage");
         }

@@ -30,9 +30,10 @@ from harness.evidence_catalog import Span
 from harness.stages.support_check import completing_spans, content_overlap
 
 ANSWER_VERSION = "executor_answer_v1"
-# A small model copies an evidence line with its label ("E3 [lookup_knowledge] ..."): the label is
-# the prompt's, not the finding's, and would fail the key-term check as a word no excerpt contains.
-_EVIDENCE_LABEL = re.compile(r"\s*\bE\d+\s*\[[^\]\n]{1,80}\]\s*")
+# A small model copies an evidence line with its label ("E3 [lookup_knowledge] ..."), or the alias
+# alone ("资源请求过低？E1"), or a label the length cap cut ("… E4 [kubernetes-kubepodnot"): the label is
+# the prompt's, not the statement's, and would fail the key-term check as a word no excerpt contains.
+_EVIDENCE_LABEL = re.compile(r"\s*\bE\d{1,3}\b(?:\s*\[[^\]\n]{0,80}(?:\]|$))?\s*")
 # A statement whose words are mostly one runbook sentence's is that runbook's text, whatever it cites:
 # it is guidance (released as such, attributed), never the model's finding or hypothesis.
 RUNBOOK_COPY = 0.7

@@ -25,6 +25,7 @@ from harness.playbook import about_the_question, run_playbook
 from harness.prompts import render
 from harness.question_scope import limitation, question_scope
 from harness.stages.answer import (
+    RUNBOOK_TOOL,
     AnswerError,
     answer_schema,
     evidence_text,
@@ -117,6 +118,25 @@ def _record_step(
     )
 
 
+EARLY_FINDINGS = 3
+
+
+def first_findings(spans: list[Span]) -> list[StatusEvent]:
+    """What the tools measured about the asked components, and the runbook found, streamed while the
+    model writes (tens of seconds on a CPU): tool output verbatim, labelled as not yet checked, never
+    model text. The final answer's findings are the model's and the verifier's; these are their input."""
+    measured = [s for s in spans if s.tool_name != RUNBOOK_TOOL][:EARLY_FINDINGS]
+    events = [
+        StatusEvent(code="DIAGNOSIS_RUNNING", detail=f"FINDING (measured by {s.tool_name}, not yet checked): {s.text}")
+        for s in measured
+    ]
+    runbook = next((s for s in spans if s.tool_name == RUNBOOK_TOOL), None)
+    if runbook is not None:
+        detail = f"GUIDANCE (runbook {runbook.key.split('#')[0]}): {runbook.text}"
+        events.append(StatusEvent(code="DIAGNOSIS_RUNNING", detail=detail))
+    return events
+
+
 def _evidence_prompt(ctx: RunContext) -> tuple[list[Span], list[str], str]:
     """The run's citable spans (telemetry only of what the question is about), the services in scope,
     and the user message that shows both."""
@@ -176,6 +196,9 @@ async def _grounded(
         status = ExecutorOutputParseStatus(status="missing", detail="no tool returned citable evidence")
         yield ExecutorOutcome("", None, status)
         return
+    if retry is None:
+        for event in first_findings(spans):
+            yield event
     system = render("answer", ctx.lang, retry=retry_text(retry, ctx.lang))
     messages = [Message("system", system), Message("user", user)]
     step, response, ms = await _agent_call(

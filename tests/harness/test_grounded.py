@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from harness.contracts import ChatRequest, ContentEvent, ExecutorEvidence, event_data
+from harness.contracts import ChatRequest, ContentEvent, ExecutorEvidence, StatusEvent, event_data
 from harness.evidence_catalog import build_catalog, candidate_components
 from harness.model import ModelRequest, ModelResponse
 from harness.recorder import Usage
@@ -128,6 +128,15 @@ async def test_a_grounded_report_on_a_real_fault(nezha_day: Path) -> None:
     assert [c["tool_name"] for c in calls.values()][:2] == ["rank_anomalies", "query_metrics"]
     for ref in payload["references"]:
         assert ref["tool_call_id"] in calls
+    # Before the model's answer the stream carried what the tools measured, labelled as not yet checked:
+    # each one of the measured lines the answer call was shown, verbatim.
+    answer_call = next(r for r in model.requests if "summary" in (r.json_schema or {}).get("properties", {}))
+    shown = answer_call.messages[-1].content
+    statuses = [e.detail for e in events[: events.index(content)] if isinstance(e, StatusEvent)]
+    early = [d for d in statuses if d.startswith("FINDING (measured by ")]
+    assert early and len(early) <= 3
+    for detail in early:
+        assert f"] {detail.split('not yet checked): ', 1)[1]}\n" in shown + "\n", detail
 
 
 async def test_a_retry_keeps_the_evidence_and_asks_again(nezha_day: Path) -> None:

@@ -14,7 +14,7 @@ from harness.tools.lookup_knowledge import LookupKnowledgeTool
 from rag.embedding import Encoded, Usem3Embedder
 from rag.ingest import ingest_paths
 from rag.lookup import KnowledgeLookupService, LookupSettings
-from rag.store import Hit, KnowledgeStore, domain_filter
+from rag.store import FusionSettings, Hit, KnowledgeStore, domain_filter, named_slugs
 from tests.conftest import REPO
 
 RUNBOOKS = REPO / "knowledge" / "runbooks"
@@ -88,7 +88,8 @@ async def test_audit_details_follow_the_contract_and_the_projection_is_smaller(s
     out = await service(store, embedder).lookup("kafka consumer lag growing", "call_9")
     details = RetrievalDetails.model_validate(out.retrieval_details)
     assert details.tool_call_id == "call_9" and details.search_mode == "hybrid"
-    assert details.selected_attempt == "FILTERED_VECTOR" and details.l0_hints.domains == ["message-queue"]
+    # The keyword hints are recorded; they do not filter (an ingested corpus has domains of its own).
+    assert details.selected_attempt == "UNFILTERED_VECTOR" and details.l0_hints.domains == ["message-queue"]
     assert details.attempts[0].usable and details.evidence_block_count == len(out.agent_view["evidence"])
     assert set(out.agent_view) == {"relevance_level", "completeness_hint", "scoreLabel", "evidence"}
     assert details.agent_result_bytes == len(json.dumps(out.agent_view, ensure_ascii=False).encode())
@@ -138,10 +139,11 @@ async def test_search_modes_differ_and_filters_apply(store: KnowledgeStore, embe
 
 
 async def test_filtered_attempt_falls_back_to_unfiltered(store: Any, embedder: Any) -> None:
-    # "payment" routes to the payment domain by keyword; the question is about a full disk in words
-    # the L0 map does not know, so the payment runbooks hold nothing close (similarity 0.23) and the
-    # unfiltered search finds the disk runbook (0.31). The threshold sits between the two.
-    out = await service(store, embedder, related=0.27).lookup("payment host: 设备上没有空间 ENOSPC", "c")
+    # The caller asks for the payment domain; the question is about a full disk, so the payment
+    # runbooks hold nothing close (similarity 0.23) and the unfiltered search finds the disk runbook
+    # (0.31). The threshold sits between the two.
+    svc = service(store, embedder, related=0.27)
+    out = await svc.lookup("payment host: 设备上没有空间 ENOSPC", "c", domain="payment")
     d = out.retrieval_details
     assert d["l0_hints"]["domains"] == ["payment"]
     assert [(a["name"], a["usable"]) for a in d["attempts"]] == [
@@ -221,13 +223,12 @@ async def test_the_cutoff_keeps_the_other_sections_of_a_runbook_above_it() -> No
 
 
 async def test_keyword_only_attempt_takes_an_exact_identifier(store: Any, embedder: Any) -> None:
-    # A gate no dense similarity passes: the filtered, unfiltered and dense attempts are unusable, so
+    # A gate no dense similarity passes: the unfiltered and dense attempts are unusable, so
     # the BM25-only attempt runs. An exception name found in one runbook family stands out of its list.
     svc = service(store, embedder, related=0.99)
     out = await svc.lookup("SQLTransientConnectionException", "c")
     d = out.retrieval_details
     assert [(a["name"], a["usable"]) for a in d["attempts"]] == [
-        ("FILTERED_VECTOR", False),  # "sql" in the name: the database domain
         ("UNFILTERED_VECTOR", False),
         ("DENSE_ONLY", False),
         ("BM25_ONLY", True),
@@ -324,3 +325,25 @@ async def test_a_chinese_question_is_searched_with_its_english_gloss(store: Any,
     dense.search = search
     await dense.lookup("数据库连接池耗尽，请求超时", "c")
     assert seen and all(mode == "dense" and not g for mode, g in seen)
+
+
+def test_names_in_a_question_are_read_as_document_ids() -> None:
+    assert named_slugs("TargetDown is firing for job checkout-api") == ["targetdown", "target-down"]
+    assert named_slugs("etcdGRPCRequestsSlow: p99 way up") == ["etcdgrpcrequestsslow", "etcd-grpc-requests-slow"]
+    assert named_slugs("告警 KubePodCrashLooping：prod") == ["kubepodcrashlooping", "kube-pod-crash-looping"]
+    assert named_slugs("PD_cluster_lost_connect_store_nums 告警") == ["pd-cluster-lost-connect-store-nums"]
+    # Plain words and short names are no names; what reaches a filter expression is [a-z0-9-] only.
+    assert named_slugs("the disk is full, 磁盘满了, HPA, gRPC") == []
+    assert named_slugs('x" or doc_id != "KubeApiDown') == ["kubeapidown", "kube-api-down"]
+
+
+async def test_a_runbook_named_in_the_question_leads(store: KnowledgeStore, embedder: Usem3Embedder) -> None:
+    # "NodeDiskFull" is node-disk-full.md's name; the question's other words are about orders, not disks.
+    q = "NodeDiskFull fired on the orders database host, what should I check first?"
+    v = embedder.embed_sync([q])[0]
+    assert {c.doc_id for c in store.named_list(q)} == {"node-disk-full"}
+    named = store.rank(q, v, "hybrid", 5)
+    assert named[0].doc_id == "node-disk-full" and "named" in named[0].ranks
+    unnamed = store.rank(q, v, "hybrid", 5, fusion=FusionSettings(named_weight=0))
+    assert all("named" not in r.ranks for r in unnamed)
+    assert [r.key for r in unnamed] != [r.key for r in named]

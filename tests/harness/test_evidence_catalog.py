@@ -1,0 +1,75 @@
+"""The citable runbook spans: whole sentences of hard-wrapped runbooks, causes before checks, no code."""
+
+from __future__ import annotations
+
+from harness.evidence_catalog import build_catalog, telling
+from harness.stages.release import report
+from harness.tools.base import LedgerEntry, ToolResult
+
+# Shaped like the public runbooks (prometheus-operator's KubePodNotReady): hard-wrapped at 80 columns,
+# a list of checks, then of causes, a fenced command.
+DIAGNOSIS = """KubePodNotReady > Diagnosis
+- Check pod events via `kubectl -n $NAMESPACE describe pod $POD`.
+- Check pod logs via `kubectl -n $NAMESPACE logs $POD -c $CONTAINER`
+- readiness and liveness probes may be incorrect - wrong port or command,
+  check is failing too fast due to short timeout for response
+
+```shell
+kubectl -n monitoring get pods --field-selector=status.phase!=Running
+```
+"""
+IMPACT = """KubePodNotReady > Impact
+Service degraded or unavailable, because pods that are not ready receive no traffic from their Service.
+"""
+
+
+def _ledger(*blocks: tuple[str, str, str]) -> dict[str, LedgerEntry]:
+    evidence = [{"key": k, "heading": h, "text": t} for k, h, t in blocks]
+    return {"c1": LedgerEntry("c1", "lookup_knowledge", {"query": "q"}, ToolResult("success", {"evidence": evidence}), 1)}
+
+
+def test_a_hard_wrapped_sentence_is_one_span_and_causes_come_before_checks() -> None:
+    spans = build_catalog(_ledger(("kubepodnotready#chunk-2", "KubePodNotReady > Diagnosis", DIAGNOSIS)), 10)
+    texts = [s.text for s in spans]
+    cause = (
+        "readiness and liveness probes may be incorrect - wrong port or command, check is failing too fast "
+        "due to short timeout for response"
+    )
+    assert cause in texts  # one sentence, not its two lines
+    assert not any("kubectl -n monitoring get pods" in t for t in texts)  # fenced code is no sentence
+    assert telling(cause) > telling("Check pod events via `kubectl -n $NAMESPACE describe pod $POD`.")
+
+
+def test_an_impact_section_says_what_follows_not_why() -> None:
+    ledger = _ledger(
+        ("kubepodnotready#chunk-1", "KubePodNotReady > Impact", IMPACT),
+        ("kubepodnotready#chunk-2", "KubePodNotReady > Diagnosis", DIAGNOSIS),
+    )
+    spans = build_catalog(ledger, 10)
+    assert [s.describes_symptoms for s in spans][-1] is True and spans[-1].key == "kubepodnotready#chunk-1"
+
+
+def test_the_added_guidance_is_the_top_runbooks_causes_once_each() -> None:
+    """Two copies of the runbook (upstream and a fork) hold the same sentence: it is released once, and
+    the cause before the check."""
+    from harness.contracts import ExecutorEvidence
+
+    ledger = _ledger(
+        ("kubepodnotready#chunk-2", "KubePodNotReady > Diagnosis", DIAGNOSIS),
+        ("kubepodnotready#chunk-2b", "KubePodNotReady > Diagnosis", DIAGNOSIS),
+    )
+    draft = ExecutorEvidence(diagnosis_summary="", claims=[], hypotheses=[], user_facing_answer="")
+    payload = report(draft, ledger, "en").payload.model_dump()
+    texts = [a["text"] for a in payload["report"]["analysis"] if a["kind"] == "guidance"]
+    assert texts[0].startswith("readiness and liveness probes may be incorrect")
+    assert len(texts) == len(set(texts)) == 2
+
+
+def test_the_evidence_lists_labels_are_not_part_of_a_statement() -> None:
+    """What a small model copies from the prompt's evidence list (seen in the tuning runs' answers)."""
+    from harness.stages.answer import _unlabelled
+
+    assert _unlabelled("资源请求过低？E1") == "资源请求过低？"
+    assert _unlabelled("Pod 由于 priority 的限制被驱逐。E3 [kubernetes-kb") == "Pod 由于 priority 的限制被驱逐。"
+    assert _unlabelled("E3 [lookup_knowledge] the disk is full") == "the disk is full"
+    assert _unlabelled("The E2E suite fails") == "The E2E suite fails"
