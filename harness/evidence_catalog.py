@@ -27,6 +27,7 @@ _SYMPTOM_SECTION = re.compile(r"symptom|现象|症状|impact|影响", re.IGNOREC
 _SENTENCE = re.compile(r"(?<=[.!?。！？；;])\s+")
 # A line that starts a new piece of a runbook: a list item, a heading, a quote or a table row.
 _ITEM_START = re.compile(r"^\s*(?:[-*+>#|]|\d+[.)])\s*")
+_LINK = re.compile(r"\[([^\]]*)\]\([^)\s]*\)")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
 
@@ -84,7 +85,8 @@ def _sentences(text: str) -> list[str]:
     for piece in _pieces(body):
         for part in _SENTENCE.split(piece):
             part = part.strip().lstrip("-*+>#|0123456789.) ").strip()
-            if len(part) >= 20:
+            # A link is its text: "See [Debugging Pods](https://…)" is a pointer, not a sentence.
+            if len(_LINK.sub(r"\1", part)) >= 20:
                 out.append(part[:SPAN_CHARS])
     return out
 

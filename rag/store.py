@@ -57,10 +57,12 @@ KEYWORD_LISTS = ("bm25", "lexical")
 SCRIPTED_LISTS = (*KEYWORD_LISTS, "gloss")
 BM25_FIELDS = ("sparse", "sparse_en")  # the BM25 outputs of the "text" (jieba) and "text_en" fields
 PROFILE_DEPTH = 10  # dense hits whose writing system script-aware fusion reads (rag/script.py)
-# A name in a query: a word of at least 8 characters with a camel hump (KubePodCrashLooping, TargetDown,
-# etcdGRPCRequestsSlow) or two underscores (pd_cluster_down_store_nums): how alerts and runbooks are named.
+# A name in a query: a word of at least 8 characters joining two capitalised words (KubePodCrashLooping,
+# TargetDown, etcdGRPCRequestsSlow) or three parts with underscores (pd_cluster_down_store_nums): how
+# alerts and runbooks are named. A product's name (PostgreSQL, DynamoDB) is one capitalised word: the
+# question is about the product, not about a document named after it.
 _NAME_WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9_]{7,79}(?![A-Za-z0-9_])")
-_HUMP = re.compile(r"[a-z0-9][A-Z]")
+_CAPITALISED = re.compile(r"[A-Z][a-z0-9]+")
 _HUMPS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")  # Kube|Pod, GRPC|Requests
 _NAME_SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 MAX_NAMES = 4
@@ -75,7 +77,8 @@ def named_slugs(query: str) -> list[str]:
     """The document ids the query's names would have (``rag.chunking.doc_id_for``: lower case, runs of
     other characters as one hyphen), as one word and split at its humps: KubePodCrashLooping.md and
     node-disk-full.md are both how runbooks are named."""
-    words = [w for w in _NAME_WORD.findall(query) if _HUMP.search(w) or w.count("_") >= 2][:MAX_NAMES]
+    words = [w for w in _NAME_WORD.findall(query) if len(_CAPITALISED.findall(w)) >= 2 or w.count("_") >= 2]
+    words = words[:MAX_NAMES]
     slugs = []
     for word in words:
         slugs += [_slug(word), _slug(_HUMPS.sub("-", word))]

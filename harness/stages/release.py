@@ -30,6 +30,7 @@ from harness.contracts import (
 )
 from harness.evidence_catalog import Span, build_catalog, telling
 from harness.instruction_guard import quotes_instructions
+from harness.playbook import about_the_question
 from harness.question_scope import QuestionScope, limitation
 from harness.stages.answer import guidance
 from harness.stages.support_check import content_overlap
@@ -267,25 +268,25 @@ def _analysis(claims: list[Claim], causes: list[RootCause], hypotheses: list[Hyp
 
 
 def _added_guidance(ledger: dict[str, LedgerEntry], picked: list[Claim] | None = None) -> list[Claim]:
-    """The runbook sentences that say most about causes (``telling``) of the runbook the lookup ranked
-    first (never its symptom or impact section), as
-    guidance the system added, when the model picked none of that runbook: a small model's picks were
-    often lines of a lower-ranked runbook, and the user should still get what the best match says."""
-    spans = [s for s in build_catalog(ledger, 40) if s.tool_name == "lookup_knowledge" and not s.describes_symptoms]
+    """The two lines that say most about causes (``telling``) of the runbook that the lookup of the
+    question itself ranked first (never its symptom or impact section; the playbook's lookup for a
+    fault category is about a suspect, not the question), as guidance the system added, unless the model
+    released them already: a small model's picks were often a lower-ranked runbook's lines, or the best
+    runbook's mitigation links, and the user should still get what the best match says about causes."""
+    own = about_the_question(ledger, has_telemetry=False) or ledger
+    spans = [s for s in build_catalog(own, 40) if s.tool_name == "lookup_knowledge" and not s.describes_symptoms]
     if not spans:
         return []
     top = spans[0].key.split("#")[0]
     chosen = {c.claim_text for c in picked or [] if c.claim_type == "guidance"}
-    if any(c.evidence_bindings[0].source_id.split("#")[0] == top for c in picked or [] if c.claim_type == "guidance"):
-        return []
-    spans = [s for s in spans if s.key.split("#")[0] == top and s.text not in chosen]
+    spans = [s for s in spans if s.key.split("#")[0] == top]
     spans.sort(key=lambda s: -telling(s.text))  # stable: the search's order among equals
     # Once each: two copies of a runbook (its upstream and a fork) repeat a sentence.
     unique: dict[str, Span] = {}
     for s in spans:
         unique.setdefault(s.text, s)
-    spans = list(unique.values())
-    return [guidance(s, f"guide-{k}", added=True) for k, s in enumerate(spans[:ADDED_GUIDANCE], 1)]
+    best = list(unique.values())[:ADDED_GUIDANCE]
+    return [guidance(s, f"guide-{k}", added=True) for k, s in enumerate(best, 1) if s.text not in chosen]
 
 
 def report(

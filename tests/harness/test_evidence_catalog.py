@@ -25,7 +25,9 @@ Service degraded or unavailable, because pods that are not ready receive no traf
 
 def _ledger(*blocks: tuple[str, str, str]) -> dict[str, LedgerEntry]:
     evidence = [{"key": k, "heading": h, "text": t} for k, h, t in blocks]
-    return {"c1": LedgerEntry("c1", "lookup_knowledge", {"query": "q"}, ToolResult("success", {"evidence": evidence}), 1)}
+    return {
+        "c1": LedgerEntry("c1", "lookup_knowledge", {"query": "q"}, ToolResult("success", {"evidence": evidence}), 1)
+    }
 
 
 def test_a_hard_wrapped_sentence_is_one_span_and_causes_come_before_checks() -> None:
@@ -73,3 +75,59 @@ def test_the_evidence_lists_labels_are_not_part_of_a_statement() -> None:
     assert _unlabelled("Pod 由于 priority 的限制被驱逐。E3 [kubernetes-kb") == "Pod 由于 priority 的限制被驱逐。"
     assert _unlabelled("E3 [lookup_knowledge] the disk is full") == "the disk is full"
     assert _unlabelled("The E2E suite fails") == "The E2E suite fails"
+
+
+def test_the_added_guidance_comes_from_the_questions_own_lookup_beside_the_models_pick() -> None:
+    """The playbook's lookup for a fault category ran first and found a Redis runbook; the question's own
+    lookup found KubePodNotReady. The model picked that runbook's mitigation line: its cause lines are
+    still added, the Redis lines are not."""
+    from harness.contracts import ExecutorEvidence
+    from harness.evidence_catalog import Span
+    from harness.playbook import CATEGORY_QUERIES
+    from harness.stages.answer import guidance
+
+    redis = {
+        "key": "redis#chunk-15",
+        "heading": "Redis > Latency",
+        "text": "Redis > Latency\n"
+        "You may need to enable the latency monitor because it is off by default in most setups.",
+    }
+    mitigation = {
+        "key": "kubepodnotready#chunk-3",
+        "heading": "KubePodNotReady > Mitigation",
+        "text": "KubePodNotReady > Mitigation\nTalk with developers about the app and define sane default values.",
+    }
+    diagnosis = {"key": "kubepodnotready#chunk-2", "heading": "KubePodNotReady > Diagnosis", "text": DIAGNOSIS}
+    ledger = {
+        "c1": LedgerEntry(
+            "c1",
+            "lookup_knowledge",
+            {"query": CATEGORY_QUERIES["en"]["unknown"]},
+            ToolResult("success", {"evidence": [redis]}),
+            1,
+        ),
+        "c2": LedgerEntry(
+            "c2",
+            "lookup_knowledge",
+            {"query": "frontend pods never Ready"},
+            ToolResult("success", {"evidence": [mitigation, diagnosis]}),
+            1,
+        ),
+    }
+    picked = Span(
+        "E1",
+        "kubepodnotready#chunk-3",
+        "lookup_knowledge",
+        "c2",
+        "Talk with developers about the app and define sane default values.",
+    )
+    draft = ExecutorEvidence(
+        diagnosis_summary="", claims=[guidance(picked, "claim-1")], hypotheses=[], user_facing_answer=""
+    )
+    payload = report(draft, ledger, "en").payload.model_dump()
+    lines = [(a["added"], a["source"]) for a in payload["report"]["analysis"] if a["kind"] == "guidance"]
+    assert lines == [
+        (False, "kubepodnotready#chunk-3"),
+        (True, "kubepodnotready#chunk-2"),
+        (True, "kubepodnotready#chunk-2"),
+    ]

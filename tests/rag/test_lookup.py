@@ -332,8 +332,9 @@ def test_names_in_a_question_are_read_as_document_ids() -> None:
     assert named_slugs("etcdGRPCRequestsSlow: p99 way up") == ["etcdgrpcrequestsslow", "etcd-grpc-requests-slow"]
     assert named_slugs("告警 KubePodCrashLooping：prod") == ["kubepodcrashlooping", "kube-pod-crash-looping"]
     assert named_slugs("PD_cluster_lost_connect_store_nums 告警") == ["pd-cluster-lost-connect-store-nums"]
-    # Plain words and short names are no names; what reaches a filter expression is [a-z0-9-] only.
-    assert named_slugs("the disk is full, 磁盘满了, HPA, gRPC") == []
+    # Plain words, short names and products' names are no names; what reaches a filter expression is
+    # [a-z0-9-] only.
+    assert named_slugs("the disk is full, 磁盘满了, HPA, gRPC, PostgreSQL, DynamoDB, PGBouncer") == []
     assert named_slugs('x" or doc_id != "KubeApiDown') == ["kubeapidown", "kube-api-down"]
 
 
