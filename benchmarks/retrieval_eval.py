@@ -39,11 +39,15 @@ CROSSLINGUAL = ROOT / "benchmarks" / "data" / "crosslingual_queries.jsonl"
 def variants(configured: FusionSettings) -> dict[str, FusionSettings]:
     """Fusions scored beside the configured one on the same index: the configured fusion without the
     gloss list (the default before it), without the script weighting and the gloss list (the default
-    before both), and plain RRF(60) of the dense and BM25 lists with equal weights."""
+    before both), without the named list (the default before it), and plain RRF(60) of the dense and
+    BM25 lists with equal weights."""
     return {
         "no_gloss": configured.model_copy(update={"gloss": False}),
-        "no_script": configured.model_copy(update={"script_aware": False, "gloss": False}),
-        "rrf60": FusionSettings(method="rrf", k=60, dense_weight=1.0, bm25_weight=1.0, script_aware=False, gloss=False),
+        "no_named": configured.model_copy(update={"named_weight": 0.0}),
+        "no_script": configured.model_copy(update={"script_aware": False, "gloss": False, "named_weight": 0.0}),
+        "rrf60": FusionSettings(
+            method="rrf", k=60, dense_weight=1.0, bm25_weight=1.0, script_aware=False, gloss=False, named_weight=0.0
+        ),
     }
 
 

@@ -8,7 +8,9 @@ has: the system, the time, a generic symptom (English and Chinese alternate). Th
 ``inject_time`` (read as UTC) + the investigation delay, so no later sample is visible.
 
 Scoring: the report's ``root_causes`` components in order → AS@1 / AS@3 at service level; the first
-cause's category against the injected type → type accuracy; a fallback or failure is a miss. The
+cause's category against the injected type → type accuracy. A fallback is scored by the anomaly
+ranking's suspects it names (``root_causes`` added by the ranking, said as unconfirmed), the answer the
+user got; a fallback without them, or a failure, is a miss. The
 tools-only ranking (``rank_anomalies`` on the same windows, no model) is always scored beside it, and
 ``changed_top`` shows where the model's first answer differs from the tools' first.
 """

@@ -173,6 +173,8 @@ function renderFallback(payload) {
     payload.confirmed.length ? [el("h4", { text: "Confirmed" }), el("ul", {}, payload.confirmed.map((x) => el("li", { text: x })))] : null,
     payload.gaps.length ? [el("h4", { text: "Evidence gaps" }), el("ul", {}, payload.gaps.map((x) => el("li", { text: x })))] : null,
     payload.next_steps.length ? [el("h4", { text: "Suggested next steps (runbook guidance, quoted)" }), el("ul", {}, payload.next_steps.map((x) => el("li", { text: x })))] : null,
+    (payload.root_causes || []).length ? [el("h4", { text: "Anomaly ranking's suspects (measured, not confirmed)" }),
+      el("ul", { class: "suspects" }, payload.root_causes.map((c) => el("li", { text: c.component + " (" + c.category + ")" })))] : null,
     payload.references.length ? [el("h4", { text: "References" }), renderReferenceList(payload.references,
       payload.references.map((r) => r.tool_call_id || r.source))] : null);
 }

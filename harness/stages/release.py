@@ -88,6 +88,10 @@ TEMPLATES = {
     ),
 }
 NONE = {"zh": "（无）", "en": "(none)"}
+SUSPECTS = {
+    "zh": "异常排序的前几位（工具测得，未经证实）：",
+    "en": "The anomaly ranking's first suspects (measured by the tools, not confirmed):",
+}
 REMOVED = {
     "en": "Part of this answer was removed because it repeated raydiag's internal instructions; "
     "the verified findings are listed with their evidence.",
@@ -445,10 +449,21 @@ def fallback(
     def block(title: str, items: list[str]) -> str:
         return "\n".join([title, *[f"- {i}" for i in (items or [NONE[lang]])]])
 
-    text = "\n".join([head, block(c_title, confirmed), block(g_title, all_gaps), block(s_title, steps)])
+    # What the tools measured stays: the ranking's suspects when the question is about the whole system.
+    suspects = _ranked([], ledger, scope)
+    blocks = [head, block(c_title, confirmed), block(g_title, all_gaps), block(s_title, steps)]
+    if suspects:
+        blocks.append(block(SUSPECTS[lang], [f"{c.component} ({c.category})" for c in suspects]))
+    text = "\n".join(blocks)
     refs = _references(backed_claims(cited, verdict), ledger) if cited is not None and kind == "LOW_CONFIDENCE" else []
     payload = SafeFallbackPayload(
-        fallback_type=kind, text=text, confirmed=confirmed, gaps=all_gaps, next_steps=steps, references=refs
+        fallback_type=kind,
+        text=text,
+        confirmed=confirmed,
+        gaps=all_gaps,
+        next_steps=steps,
+        references=refs,
+        root_causes=suspects,
     )
     return Release("SAFE_FALLBACK", payload, "FALLBACK", text, head)
 

@@ -259,3 +259,25 @@ def test_a_runbook_sentence_is_never_released_as_a_finding() -> None:
         ("finding", "payment-service hikaricp_connections_active rose from 5 to 20"),
         ("guidance", rule),
     ]
+
+
+def test_a_fallback_keeps_the_rankings_suspects_only_for_the_whole_system() -> None:
+    """Nothing was supported: a replay question (about the whole system) still gets what the tools measured,
+    the ranking's first three in its order, said as unconfirmed; a question about one service whose
+    telemetry the ranking does not cover gets none of another service's."""
+    from harness.stages.release import fallback
+
+    whole = fallback("INSUFFICIENT_EVIDENCE", "en", [], None, [], [], _ranking_ledger(), None, QuestionScope(None))
+    payload = whole.payload.model_dump()
+    assert [(c["component"], c["added_by"], c["confidence"]) for c in payload["root_causes"]] == [
+        ("cartservice", "ranking", "low"),
+        ("frontend", "ranking", "low"),
+        ("redis-cart", "ranking", "low"),
+    ]
+    assert payload["text"].endswith(
+        "The anomaly ranking's first suspects (measured by the tools, not confirmed):\n"
+        "- cartservice (network)\n- frontend (cpu)\n- redis-cart (unknown)"
+    )
+    one = QuestionScope(frozenset({"payment-service"}))
+    narrow = fallback("INSUFFICIENT_EVIDENCE", "en", [], None, [], [], _ranking_ledger(), None, one)
+    assert narrow.payload.model_dump()["root_causes"] == [] and "suspects" not in narrow.payload.model_dump()["text"]

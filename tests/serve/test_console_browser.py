@@ -84,6 +84,9 @@ def test_chat_report_reference_and_trace(browser: Any, scripted_app: dict[str, s
     for stage in ("ROUTING", "PLANNING", "DIAGNOSIS_RUNNING", "SAFETY_VALIDATING", "done: SUCCESS"):
         assert stage in progress
     assert turn.locator(".progress li.tool.done-ok").count() >= 1  # lookup_knowledge started and finished
+    # What the tools measured was on screen before the answer, labelled as not yet checked.
+    early = turn.locator(".progress li.early.finding")
+    assert early.count() >= 1 and "not yet checked" in early.first.inner_text()
     assert turn.locator(".conclusion").inner_text().strip()
 
     ref = turn.locator("details.ref").first
