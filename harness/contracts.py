@@ -336,6 +336,9 @@ class SafeFallbackPayload(_Strict):
     gaps: list[str] = Field(default_factory=list)
     next_steps: list[str] = Field(default_factory=list)
     references: list[Reference] = Field(default_factory=list)
+    # What the tools returned about the asked components, verbatim with its evidence key: measured, not
+    # analysed (no model wrote it, no verifier checked a reading of it).
+    measured: list[str] = Field(default_factory=list)
     # Only the anomaly ranking's suspects (``added_by: ranking``, low confidence), and only when the question
     # is about the whole replayed system: what the tools measured, said as unconfirmed; never a model's pick.
     root_causes: list[RootCause] = Field(default_factory=list)

@@ -170,6 +170,8 @@ function renderFallback(payload) {
     TOOL_ERROR: "Safe fallback — the evidence tools failed" };
   return el("div", { class: "report fallback" },
     el("div", { class: "banner fallback", text: (label[payload.fallback_type] || "Safe fallback") + " (" + payload.fallback_type + ")" }),
+    (payload.measured || []).length ? [el("h4", { text: "Measured by the tools (their output, not analysed)" }),
+      el("ul", { class: "measured" }, payload.measured.map((x) => el("li", { text: x })))] : null,
     payload.confirmed.length ? [el("h4", { text: "Confirmed" }), el("ul", {}, payload.confirmed.map((x) => el("li", { text: x })))] : null,
     payload.gaps.length ? [el("h4", { text: "Evidence gaps" }), el("ul", {}, payload.gaps.map((x) => el("li", { text: x })))] : null,
     payload.next_steps.length ? [el("h4", { text: "Suggested next steps (runbook guidance, quoted)" }), el("ul", {}, payload.next_steps.map((x) => el("li", { text: x })))] : null,

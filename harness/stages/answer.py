@@ -182,6 +182,12 @@ def _unlabelled(text: str) -> str:
     return " ".join(_EVIDENCE_LABEL.sub(" ", text).split())
 
 
+def _needs(text: str) -> str:
+    """What would confirm a hypothesis, in words: "E1, E2, E3" (the evidence list's labels) says nothing."""
+    text = re.sub(r"\(\s*\)|（\s*）", "", _unlabelled(text)).strip(" ,;，；、.。")
+    return text[:160] if re.search(r"[A-Za-z\u4e00-\u9fff]{2}", text) else ""
+
+
 def copies_runbook(text: str, spans: list[Span], cited: list[Span]) -> bool:
     """The text is mostly one runbook sentence of this run's evidence, and more that sentence than the
     measured lines it cites (a faithful reading of a metric line shares its words with the line)."""
@@ -259,7 +265,7 @@ def to_evidence(data: dict[str, Any], spans: list[Span], components: list[str] |
         Hypothesis(
             hypothesis_text=_unlabelled(str(h.get("text", "")))[:200],
             basis="",
-            needed_evidence=[str(h.get("needs", "")).strip()[:160]],
+            needed_evidence=[_needs(str(h.get("needs", "")))],
         )
         for h in data.get("hypotheses") or []
         if isinstance(h, dict) and _unlabelled(str(h.get("text", "")))

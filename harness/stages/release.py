@@ -88,6 +88,11 @@ TEMPLATES = {
     ),
 }
 NONE = {"zh": "（无）", "en": "(none)"}
+MEASURED_LINES = 3
+MEASURED = {
+    "zh": "工具测得（原样输出，未经分析）：",
+    "en": "Measured by the tools (their output, not analysed):",
+}
 SUSPECTS = {
     "zh": "异常排序的前几位（工具测得，未经证实）：",
     "en": "The anomaly ranking's first suspects (measured by the tools, not confirmed):",
@@ -449,9 +454,13 @@ def fallback(
     def block(title: str, items: list[str]) -> str:
         return "\n".join([title, *[f"- {i}" for i in (items or [NONE[lang]])]])
 
-    # What the tools measured stays: the ranking's suspects when the question is about the whole system.
+    # What the tools measured stays: their lines about the asked components, and the ranking's suspects
+    # when the question is about the whole system.
+    measured = measured_lines(ledger, scope)
     suspects = _ranked([], ledger, scope)
     blocks = [head, block(c_title, confirmed), block(g_title, all_gaps), block(s_title, steps)]
+    if measured:
+        blocks.insert(1, block(MEASURED[lang], measured))
     if suspects:
         blocks.append(block(SUSPECTS[lang], [f"{c.component} ({c.category})" for c in suspects]))
     text = "\n".join(blocks)
@@ -463,9 +472,17 @@ def fallback(
         gaps=all_gaps,
         next_steps=steps,
         references=refs,
+        measured=measured,
         root_causes=suspects,
     )
     return Release("SAFE_FALLBACK", payload, "FALLBACK", text, head)
+
+
+def measured_lines(ledger: dict[str, LedgerEntry], scope: QuestionScope | None) -> list[str]:
+    """The first telemetry lines the answer could cite about the asked components, each with its key."""
+    admit = scope.covers_key if scope is not None else None
+    spans = [s for s in build_catalog(ledger, 12, admit) if s.tool_name != "lookup_knowledge"]
+    return [f"{s.text} [{s.key}]" for s in spans[:MEASURED_LINES]]
 
 
 def _attributed(claim: Claim) -> str:

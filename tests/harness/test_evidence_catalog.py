@@ -131,3 +131,11 @@ def test_the_added_guidance_comes_from_the_questions_own_lookup_beside_the_model
         (True, "kubepodnotready#chunk-2"),
         (True, "kubepodnotready#chunk-2"),
     ]
+
+
+def test_a_hypothesis_needs_words_not_labels() -> None:
+    from harness.stages.answer import _needs
+
+    assert _needs("E1, E2, E3") == ""
+    assert _needs("kubelet logs of worker-07 (E2)") == "kubelet logs of worker-07"
+    assert _needs("节点 kubelet 日志 E2") == "节点 kubelet 日志"

@@ -281,3 +281,20 @@ def test_a_fallback_keeps_the_rankings_suspects_only_for_the_whole_system() -> N
     one = QuestionScope(frozenset({"payment-service"}))
     narrow = fallback("INSUFFICIENT_EVIDENCE", "en", [], None, [], [], _ranking_ledger(), None, one)
     assert narrow.payload.model_dump()["root_causes"] == [] and "suspects" not in narrow.payload.model_dump()["text"]
+
+
+def test_a_fallback_shows_what_the_tools_measured_about_the_asked_service_only() -> None:
+    """The verifier confirmed nothing: the user still sees the measured lines about the asked service, tool
+    output verbatim with its key, labelled as not analysed; another service's line is not shown."""
+    from harness.stages.release import fallback
+
+    lines = [
+        {"key": "metric:payment-service:hikaricp_connections_pending", "text": "pending 0 -> 55 since 10:00"},
+        {"key": "metric:order-service:http_server_requests", "text": "order-service p99 120 ms, unchanged"},
+    ]
+    metrics = LedgerEntry("c5", "query_metrics", {}, ToolResult("success", {"evidence": lines}), 1)
+    scope = QuestionScope(frozenset({"payment-service"}))
+    payload = fallback("LOW_CONFIDENCE", "en", [], None, [], [], {"c5": metrics}, None, scope).payload.model_dump()
+    assert payload["measured"] == ["pending 0 -> 55 since 10:00 [metric:payment-service:hikaricp_connections_pending]"]
+    assert "Measured by the tools (their output, not analysed):\n- pending 0 -> 55 since 10:00" in payload["text"]
+    assert "order-service" not in payload["text"]
