@@ -77,13 +77,27 @@ def _pieces(body: str) -> list[str]:
     return pieces
 
 
+def _split_sentences(piece: str) -> list[str]:
+    """A piece's sentences, never split inside inline code: "`Slow query ... (lock wait)`" is one term
+    (its "... " ended a sentence mid-code, and the next began with "(lock wait)`）")."""
+    out = [""]
+    for n, part in enumerate(piece.split("`")):
+        if n % 2:  # inside backticks
+            out[-1] += f"`{part}`"
+            continue
+        first, *rest = _SENTENCE.split(part)
+        out[-1] += first
+        out += rest
+    return out
+
+
 def _sentences(text: str) -> list[str]:
     """Verbatim pieces of a runbook chunk: its sentences, the heading line ("Title > Section") skipped."""
     lines = text.split("\n", 1)
     body = lines[1] if len(lines) > 1 and ">" in lines[0] else text
     out = []
     for piece in _pieces(body):
-        for part in _SENTENCE.split(piece):
+        for part in _split_sentences(piece):
             part = part.strip().lstrip("-*+>#|0123456789.) ").strip()
             # A link is its text: "See [Debugging Pods](https://…)" is a pointer, not a sentence.
             if len(_LINK.sub(r"\1", part)) >= 20:

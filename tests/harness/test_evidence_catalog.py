@@ -139,3 +139,16 @@ def test_a_hypothesis_needs_words_not_labels() -> None:
     assert _needs("E1, E2, E3") == ""
     assert _needs("kubelet logs of worker-07 (E2)") == "kubelet logs of worker-07"
     assert _needs("节点 kubelet 日志 E2") == "节点 kubelet 日志"
+
+
+def test_a_sentence_is_not_split_inside_inline_code() -> None:
+    from harness.evidence_catalog import _sentences
+
+    chunk = (
+        "HikariCP > 排查\n定位原因：数据库慢查询或锁等待（日志中的 `Slow query ... (lock wait)`）、连接泄漏、"
+        "或连接池容量不足。 Then compare `a. b` with the pool's maximum size."
+    )
+    assert _sentences(chunk) == [
+        "定位原因：数据库慢查询或锁等待（日志中的 `Slow query ... (lock wait)`）、连接泄漏、或连接池容量不足。",
+        "Then compare `a. b` with the pool's maximum size.",
+    ]
