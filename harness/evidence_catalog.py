@@ -78,16 +78,22 @@ def _pieces(body: str) -> list[str]:
 
 
 def _split_sentences(piece: str) -> list[str]:
-    """A piece's sentences, never split inside inline code: "`Slow query ... (lock wait)`" is one term
-    (its "... " ended a sentence mid-code, and the next began with "(lock wait)`）")."""
+    """A piece's sentences, never split inside inline code or parentheses: "`Slow query ... (lock wait)`"
+    is one term (its "... " ended a sentence mid-code, and the next began with "(lock wait)`）")."""
     out = [""]
+    depth = 0  # open parentheses: "(active stays at max while traffic is flat; enable …)" is one sentence
     for n, part in enumerate(piece.split("`")):
         if n % 2:  # inside backticks
             out[-1] += f"`{part}`"
             continue
-        first, *rest = _SENTENCE.split(part)
-        out[-1] += first
-        out += rest
+        pieces = _SENTENCE.split(part)
+        for k, bit in enumerate(pieces):
+            if k and depth <= 0:
+                out.append("")
+            elif k:
+                out[-1] += " "
+            out[-1] += bit
+            depth += bit.count("(") + bit.count("（") - bit.count(")") - bit.count("）")
     return out
 
 
