@@ -41,9 +41,13 @@ class Chunk:
         return f"{head}\n{self.text}"
 
 
+def slug(text: str) -> str:
+    """Lower case, runs of other characters as one hyphen: a document's id, and a name that would be one."""
+    return _SLUG.sub("-", text.lower()).strip("-")
+
+
 def doc_id_for(path: Path) -> str:
-    slug = _SLUG.sub("-", path.stem.lower()).strip("-")
-    return slug or hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    return slug(path.stem) or hashlib.sha1(str(path).encode()).hexdigest()[:12]
 
 
 def _split_long(paragraph: str, max_chars: int) -> list[str]:

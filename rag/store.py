@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from rag.analysers import ANALYSED_FIELDS, DEFAULT_BM25_SCORING, bm25_scoring
-from rag.chunking import Chunk
+from rag.chunking import Chunk, slug
 from rag.embedding import Encoded
 from rag.script import cjk_share, matchable
 
@@ -69,19 +69,14 @@ MAX_NAMES = 4
 NAMED_CHUNKS = 64  # a runbook is a few to twenty chunks; two or three runbooks share a name
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-
-
 def named_slugs(query: str) -> list[str]:
-    """The document ids the query's names would have (``rag.chunking.doc_id_for``: lower case, runs of
-    other characters as one hyphen), as one word and split at its humps: KubePodCrashLooping.md and
-    node-disk-full.md are both how runbooks are named."""
+    """The document ids the query's names would have (``rag.chunking.slug``), as one word and split at
+    its humps: KubePodCrashLooping.md and node-disk-full.md are both how runbooks are named."""
     words = [w for w in _NAME_WORD.findall(query) if len(_CAPITALISED.findall(w)) >= 2 or w.count("_") >= 2]
     words = words[:MAX_NAMES]
     slugs = []
     for word in words:
-        slugs += [_slug(word), _slug(_HUMPS.sub("-", word))]
+        slugs += [slug(word), slug(_HUMPS.sub("-", word))]
     return list(dict.fromkeys(slugs))
 
 
