@@ -10,9 +10,10 @@ never logged, audited or echoed.
 from __future__ import annotations
 
 import hmac
-import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+
+from deployments.errors import error_bytes
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -53,9 +54,7 @@ class ApiKeyMiddleware:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         tenant = tenant_for(headers.get("authorization"), self.keys)
         if tenant is None:
-            body = json.dumps(
-                {"error": {"code": "UNAUTHORIZED", "message": "a valid 'Authorization: Bearer <api key>' is required"}}
-            ).encode()
+            body = error_bytes(401, "UNAUTHORIZED", "a valid 'Authorization: Bearer <api key>' is required")
             await send(
                 {
                     "type": "http.response.start",

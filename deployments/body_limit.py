@@ -8,8 +8,9 @@ API's JSON error shape, and nothing is parsed.
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from deployments.errors import error_bytes
 
 
 class BodyTooLarge(Exception):
@@ -22,9 +23,7 @@ class BodyTooLarge(Exception):
 
 
 def too_large_body(limit: int) -> bytes:
-    return json.dumps(
-        {"error": {"code": "BODY_TOO_LARGE", "message": f"the body is larger than {limit} bytes"}}
-    ).encode()
+    return error_bytes(413, "BODY_TOO_LARGE", f"the body is larger than {limit} bytes")
 
 
 class BodyLimit:

@@ -30,6 +30,7 @@ class EmbedderDeployment:
         max_length: int = 8192,
     ) -> None:
         self.embedder = make_embedder(backend, model_path, device, runtime, max_length)
+        self.model_name = backend
         self.dim = self.embedder.dim
         self.sparse = self.embedder.sparse
         self.batch_sizes: list[int] = []
@@ -51,8 +52,19 @@ class EmbedderDeployment:
     async def embed(self, texts: list[str]) -> np.ndarray:
         return (await self.encode(texts)).dense
 
+    async def embed_for_api(self, texts: list[str]) -> dict[str, object]:
+        """/v1/embeddings: the dense vectors (through the batcher, beside the lookups) and the tokens read."""
+        encoded = await self.encode(texts)
+        tokens = await asyncio.to_thread(self.embedder.token_count, texts)
+        return {"dense": encoded.dense, "tokens": tokens}
+
     async def info(self) -> dict[str, object]:
-        return {"dim": self.dim, "sparse": self.sparse, "backend": type(self.embedder).__name__}
+        return {
+            "dim": self.dim,
+            "sparse": self.sparse,
+            "backend": type(self.embedder).__name__,
+            "model": self.model_name,
+        }
 
     async def interpreter(self) -> dict[str, str]:
         """Which environment this replica runs in (the bge-m3 backend runs in its own)."""

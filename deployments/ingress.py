@@ -20,7 +20,7 @@ from deployments.admission import Admission, ClusterTenantCap
 from deployments.alerts import ClusterAlertDedupe
 from deployments.audit_client import BufferedAuditSink
 from deployments.config import AppConfig
-from deployments.http_api import create_api, error
+from deployments.http_api import create_api
 from deployments.limits import RunLimiter
 from deployments.llm_client import LLMHandleModel
 from deployments.mcp_server import build_mcp, hold_open, mcp_routes
@@ -191,6 +191,7 @@ class Ingress:
     ) -> None:
         self.cfg = cfg
         self.llm = llm
+        self.embedder = embedder
         self.probes = readiness_probes(llm, embedder, search)
         self.audit = AuditHandle(audit)
         ctx = serve.get_replica_context()
@@ -320,7 +321,7 @@ class Ingress:
             add_openai_routes(
                 app,
                 self.llm,
-                error,
+                embedder=self.embedder,
                 limiter=self.limiter,
                 cluster_cap=self.cluster_cap,
                 sink=self.run_sink,

@@ -102,8 +102,14 @@ class LLMServer:
         return prompt, len(self.tokenizer.encode(prompt, add_special_tokens=False))
 
     def _params(
-        self, max_tokens: int, temperature: float, schema: dict[str, Any] | None, repetition_penalty: float = 1.0
+        self,
+        max_tokens: int,
+        temperature: float,
+        schema: dict[str, Any] | None,
+        repetition_penalty: float = 1.0,
+        sampling: dict[str, Any] | None = None,
     ) -> Any:
+        """``sampling``: what an OpenAI request set (top_p, stop, seed, presence/frequency penalty)."""
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 
@@ -113,6 +119,7 @@ class LLMServer:
             temperature=temperature,
             structured_outputs=structured,
             repetition_penalty=repetition_penalty,
+            **(sampling or {}),
         )
 
     async def _generate(
@@ -122,6 +129,7 @@ class LLMServer:
         temperature: float,
         schema: dict[str, Any] | None,
         repetition_penalty: float = 1.0,
+        sampling: dict[str, Any] | None = None,
     ) -> AsyncGenerator[Any, None]:
         prompt, n_prompt = self._prompt(messages)
         if n_prompt + 1 > self.settings.max_model_len:
@@ -132,7 +140,7 @@ class LLMServer:
         request_id = uuid.uuid4().hex
         self.running += 1
         try:
-            params = self._params(max_tokens, temperature, schema, repetition_penalty)
+            params = self._params(max_tokens, temperature, schema, repetition_penalty, sampling)
             async for out in self.engine.generate(prompt, params, request_id):
                 yield out
         finally:
@@ -177,13 +185,16 @@ class LLMServer:
         return {"running": self.running, "ready_s": self.ready_s, "model": self.model_name}
 
     async def stream_chat(
-        self, messages: list[dict[str, str]], max_tokens: int, temperature: float, schema: dict[str, Any] | None
+        self, messages: list[dict[str, str]], max_tokens: int, sampling: dict[str, Any], schema: dict[str, Any] | None
     ) -> AsyncGenerator[dict[str, Any], None]:
-        """Text deltas, then a final item with the finish reason and usage."""
+        """Text deltas, then a final item with the finish reason and usage. ``sampling``: the OpenAI
+        request's sampling parameters (temperature, top_p, stop, seed, presence/frequency penalty)."""
         sent = 0
         final = None
+        extra = {k: v for k, v in sampling.items() if k != "temperature"}
+        temperature = float(sampling.get("temperature", 0.0))
         try:
-            async for out in self._generate(messages, max_tokens, temperature, schema):
+            async for out in self._generate(messages, max_tokens, temperature, schema, sampling=extra):
                 final = out
                 text = out.outputs[0].text
                 if len(text) > sent:

@@ -1,8 +1,14 @@
-"""OpenAI-compatible routes on the ingress: ``GET /v1/models``, ``POST /v1/chat/completions``.
+"""OpenAI-compatible routes on the ingress: ``GET /v1/models``, ``POST /v1/chat/completions`` and
+``POST /v1/embeddings`` (deployments/openai_embeddings.py).
 
-A completion is admitted by the same limiter as a diagnosis (429 over a cap, 503 while draining) and
-audited as a run of its own (agent flow ``OPENAI``: RUN_STARTED, MODEL_TOKEN_USAGE, RUN_FINISHED, in
-session ``openai-<tenant>``), so the model's use through /v1 is counted and traceable like /api/chat.
+What a request may say is deployments/openai_request.py; a refusal is OpenAI's 400 shape with the
+parameter named, an unknown model a 404 ``model_not_found``. Tools are honoured through the harness's
+own JSON tool calling (harness/json_tools.py): the model is offered the tools in its system prompt and
+its ``{"tool_calls": [...]}`` reply becomes OpenAI ``tool_calls``; ``tool_choice`` "required" or a named
+function constrains decoding to a call. A completion is admitted by the same limiter as a diagnosis
+(429 over a cap, 503 while draining) and audited as a run of its own (agent flow ``OPENAI``:
+RUN_STARTED, MODEL_TOKEN_USAGE, RUN_FINISHED, in session ``openai-<tenant>``), so the model's use
+through /v1 is counted and traceable like /api/chat.
 """
 
 from __future__ import annotations
@@ -10,53 +16,47 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ValidationError
 from ray.serve.handle import DeploymentHandle
 
 from deployments.admission import Admission, ClusterTenantCap
+from deployments.errors import error
 from deployments.http_api import tenant_of
 from deployments.limits import RunLimiter
-from deployments.llm_client import LLMHandleModel
-from harness.model import Message, ModelError, ModelRequest
+from deployments.openai_embeddings import add_embedding_route
+from deployments.openai_request import ChatCompletionRequest, refusal, tool_calls_out
+from harness.json_tools import flatten_messages, guided_schema, parse_reply, tool_call_schema
+from harness.model import ModelResponse
 from harness.protocols import AuditSink
 from harness.recorder import RunRecorder, Usage
 
-
-class ChatMessage(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    role: Literal["system", "user", "assistant"]
-    content: str
+BodyT = TypeVar("BodyT", bound=BaseModel)
+TOO_DEEP = "the body's JSON is nested too deeply"
 
 
-class ResponseFormat(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    type: Literal["text", "json_object", "json_schema"] = "text"
-    json_schema: dict[str, Any] | None = None
-
-
-class ChatCompletionRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    model: str | None = None
-    messages: list[ChatMessage] = Field(min_length=1)
-    stream: bool = False
-    max_tokens: int | None = Field(default=None, gt=0)
-    max_completion_tokens: int | None = Field(default=None, gt=0)
-    temperature: float = Field(default=0.0, ge=0, le=2)
-    response_format: ResponseFormat | None = None
-
-    def output_schema(self) -> dict[str, Any] | None:
-        rf = self.response_format
-        if rf is None or rf.type == "text":
-            return None
-        if rf.type == "json_object":
-            return {"type": "object"}
-        return (rf.json_schema or {}).get("schema") or {"type": "object"}
+async def read_openai_body(request: Request, model: type[BodyT]) -> BodyT | JSONResponse:
+    """The request as ``model``, or OpenAI's 400 naming what is wrong. The body's size is capped before
+    this runs (deployments/body_limit.py)."""
+    raw = await request.body()
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return error(400, "INVALID_JSON", "the body is not valid JSON")
+    except RecursionError:
+        return error(400, "INVALID_JSON", TOO_DEEP)
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        param, message = refusal(err)
+        return error(400, "INVALID_REQUEST", message, param=param)
+    except RecursionError:  # a valid document nested past what validation recurses through
+        return error(400, "INVALID_REQUEST", TOO_DEEP)
 
 
 class _NoAudit:
@@ -65,31 +65,48 @@ class _NoAudit:
 
 
 def _recorder(sink: AuditSink | None, req: ChatCompletionRequest, cid: str, tenant: str | None) -> RunRecorder:
-    users = [m.content for m in req.messages if m.role == "user"]
-    query = (users[-1] if users else req.messages[-1].content)[:2000]
     session = f"openai-{tenant or 'anonymous'}"[:64]
-    rec = RunRecorder(sink or _NoAudit(), session, cid, query, tenant_id=tenant)
-    rec.start(agent_flow="OPENAI")
+    rec = RunRecorder(sink or _NoAudit(), session, cid, req.last_user_text()[:2000], tenant_id=tenant)
+    rec.start(agent_flow="OPENAI", **({"end_user": req.user} if req.user else {}))
     return rec
+
+
+class ModelCheck:
+    """The served model's name, asked of the LLM deployment once it answers (it never changes)."""
+
+    def __init__(self, llm: DeploymentHandle) -> None:
+        self.llm = llm
+        self.names: list[str] = []
+
+    async def served(self) -> list[str]:
+        if not self.names:
+            self.names = list(await self.llm.models.remote())
+        return self.names
+
+
+def body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}}}}
 
 
 def add_openai_routes(
     app: FastAPI,
     llm: DeploymentHandle,
-    error: Any,
     *,
+    embedder: DeploymentHandle | None = None,
     limiter: RunLimiter | None = None,
     cluster_cap: ClusterTenantCap | None = None,
     sink: AuditSink | None = None,
     retry_after_s: int = 2,
     stopping: Callable[[], bool] = lambda: False,
 ) -> None:
-    model = LLMHandleModel(llm)
     admission = Admission(limiter, cluster_cap)
+    check = ModelCheck(llm)
 
-    @app.get("/v1/models", summary="OpenAI-compatible: the served model")
+    @app.get("/v1/models", summary="OpenAI-compatible: the served chat model (and the embedding model)")
     async def models() -> JSONResponse:
-        names = await llm.models.remote()
+        names = await check.served()
+        if embedder is not None:
+            names = [*names, str((await embedder.info.remote())["model"])]
         return JSONResponse(
             {
                 "object": "list",
@@ -97,134 +114,203 @@ def add_openai_routes(
             }
         )
 
-    @app.post("/v1/chat/completions", summary="OpenAI-compatible chat completions (stream and non-stream)")
-    async def chat_completions(req: ChatCompletionRequest, http: Request) -> Any:
+    @app.post(
+        "/v1/chat/completions",
+        summary="OpenAI-compatible chat completions (stream and non-stream, JSON output, tool calls)",
+        openapi_extra=body_schema(ChatCompletionRequest),
+    )
+    async def chat_completions(http: Request) -> Any:
+        req = await read_openai_body(http, ChatCompletionRequest)
+        if isinstance(req, JSONResponse):
+            return req
         if stopping():
             return error(
                 503, "SERVICE_STOPPING", "the service is stopping", headers={"Retry-After": str(retry_after_s)}
             )
+        try:
+            names = await check.served()
+        except Exception:
+            return error(503, "UNAVAILABLE", "the model is not serving yet", headers={"Retry-After": "5"})
+        if req.model is not None and req.model not in names:
+            return error(404, "model_not_found", f"the model {req.model!r} does not exist here", param="model")
         tenant = tenant_of(http)
         ticket, reason = await admission.admit(tenant)
         if ticket is None:
             return error(429, "TOO_MANY_RUNS", reason, headers={"Retry-After": str(retry_after_s)})
         admission.start(ticket)
-        created = int(time.time())
         cid = f"chatcmpl-{uuid.uuid4().hex}"
-        rec = _recorder(sink, req, cid, tenant)
+        call = _Call(req, cid, int(time.time()), names[0], _recorder(sink, req, cid, tenant))
+        items = _generate(llm, call)
         try:
-            names = await llm.models.remote()
-        except Exception:
+            first = await anext(items)
+        except BaseException:  # cancelled (the client left) before the engine answered
             await admission.release(ticket)
-            rec.finish("FAILED", release_outcome="FAILED", error_code="UNAVAILABLE")
+            call.rec.finish("FAILED", release_outcome="FAILED", error_code="CLIENT_DISCONNECTED")
             raise
-        call = _Call(req, req.max_completion_tokens or req.max_tokens or 512, cid, created, names[0], rec)
+        if "error" in first:  # refused before a token (the prompt is over the context): a plain 4xx
+            await items.aclose()
+            await admission.release(ticket)
+            return _refused(call, first["error"])
         if req.stream:
 
             async def streamed() -> AsyncIterator[bytes]:
                 try:
-                    async for part in _stream(llm, call):
+                    async for part in _stream(call, first, items):
                         yield part
                 finally:
+                    await items.aclose()
                     await admission.release(ticket)
 
             return StreamingResponse(streamed(), media_type="text/event-stream")
         try:
-            return await _complete(model, call, error)
+            return await _complete(call, first, items)
         finally:
+            await items.aclose()
             await admission.release(ticket)
 
+    if embedder is not None:
+        add_embedding_route(app, embedder, read_openai_body, body_schema, stopping, retry_after_s)
 
-@dataclass(frozen=True)
+
+@dataclass
 class _Call:
-    """One completion: the request, its limits and ids, and the audited run it is."""
+    """One completion: the request, its ids, the audited run it is, and what the engine returned."""
 
     req: ChatCompletionRequest
-    max_tokens: int
     cid: str
     created: int
     name: str
     rec: RunRecorder
+    usage: Usage | None = None
+    finish_reason: str = "stop"
+    text: list[str] = field(default_factory=list)
+
+    def schema(self) -> dict[str, Any] | None:
+        request = self.req.model_request()
+        if self.req.must_call():
+            return tool_call_schema(request.tools)
+        return guided_schema(request)
+
+    def chunk(self, delta: dict[str, Any] | None, finish: str | None = None) -> bytes:
+        choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+        body: dict[str, Any] = {
+            "id": self.cid,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.name,
+            "choices": choices,
+        }
+        if delta is None:  # stream_options.include_usage: a last chunk with no choices, only usage
+            body["usage"] = self.usage_body()
+        return f"data: {json.dumps(body, ensure_ascii=False)}\n\n".encode()
+
+    def usage_body(self) -> dict[str, int]:
+        u = self.usage or Usage(0, 0)
+        return {"prompt_tokens": u.input_tokens, "completion_tokens": u.output_tokens, "total_tokens": u.total_tokens}
+
+    def message(self) -> dict[str, Any]:
+        """The reply as OpenAI's assistant message: text, or the tool calls it parsed into."""
+        text = "".join(self.text)
+        parsed = parse_reply(text, ModelResponse(text=text, usage=self.usage), self.req.model_request())
+        if parsed.tool_calls:
+            self.finish_reason = "tool_calls"
+            return {"role": "assistant", "content": None, "tool_calls": tool_calls_out(parsed.tool_calls)}
+        return {"role": "assistant", "content": text}
 
 
-async def _complete(model: LLMHandleModel, call: _Call, error: Any) -> Any:
-    req, rec = call.req, call.rec
-    request = ModelRequest(
-        messages=[Message(m.role, m.content) for m in req.messages],
-        stage="openai",
-        json_schema=req.output_schema(),
-        max_tokens=call.max_tokens,
-        temperature=req.temperature,
+async def _generate(llm: DeploymentHandle, call: _Call) -> AsyncGenerator[dict[str, Any], None]:
+    """The engine's items for this call: text deltas, then one with the finish reason and usage (or an
+    error). Closing this generator cancels the request, which aborts the generation in the engine."""
+    req = call.req
+    messages = flatten_messages(req.model_request())
+    gen: Any = llm.options(stream=True).stream_chat.remote(
+        messages, req.max_new_tokens(), req.sampling(), call.schema()
     )
     try:
-        resp = await model.complete(request)
-    except ModelError as err:
-        status = 400 if err.code in ("CONTEXT_TOO_LONG", "INVALID_REQUEST") else 503
-        rec.finish("FAILED", release_outcome="FAILED", error_code=err.code, error_message=str(err))
-        return error(status, err.code, str(err))
-    usage = resp.usage
-    rec.model_usage("MODEL", "openai", 1, usage)
-    rec.finish("SUCCEEDED", release_outcome="SUCCESS", content_type="OPENAI_COMPLETION")
+        async for item in gen:
+            if "usage" in item:
+                u = item["usage"]
+                call.usage = Usage(int(u["prompt_tokens"]), int(u["completion_tokens"]))
+                call.finish_reason = item.get("finish_reason") or "stop"
+            yield item
+    except Exception as err:  # the replica died or is unreachable: an answer, not a crash
+        yield {"error": f"ENGINE_ERROR: the LLM deployment failed ({type(err).__name__})"}
+    finally:
+        if call.usage is None:
+            gen.cancel()
+
+
+def _refused(call: _Call, message: str) -> JSONResponse:
+    code, _, detail = message.partition(": ")
+    code = code if code.isupper() and detail else "ENGINE_ERROR"
+    call.rec.finish("FAILED", release_outcome="FAILED", error_code=code, error_message=detail or message)
+    if code == "CONTEXT_TOO_LONG":
+        return error(400, code, detail, param="messages")
+    return error(503, code, detail or message)
+
+
+def _finish(call: _Call, failed: str | None) -> None:
+    call.rec.model_usage("MODEL", "openai", 1, call.usage)  # a call that ran; without usage if cut short
+    if failed is None:
+        call.rec.finish("SUCCEEDED", release_outcome="SUCCESS", content_type="OPENAI_COMPLETION")
+    else:
+        call.rec.finish("FAILED", release_outcome="FAILED", error_code=failed)
+
+
+async def _complete(call: _Call, first: dict[str, Any], items: AsyncIterator[dict[str, Any]]) -> JSONResponse:
+    failed: str | None = "CLIENT_DISCONNECTED"
+    try:
+        item: dict[str, Any] | None = first
+        while item is not None:
+            if "error" in item:
+                failed = "ENGINE_ERROR"
+                return error(503, "ENGINE_ERROR", str(item["error"]).removeprefix("ENGINE_ERROR: "))
+            call.text.append(item.get("delta", ""))
+            item = await anext(items, None)
+        failed = None
+    finally:
+        _finish(call, failed)
+    message = call.message()
     body = {
         "id": call.cid,
         "object": "chat.completion",
         "created": call.created,
         "model": call.name,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": resp.text},
-                "finish_reason": resp.finish_reason,
-            }
-        ],
-        "usage": {
-            "prompt_tokens": usage.input_tokens if usage else 0,
-            "completion_tokens": usage.output_tokens if usage else 0,
-            "total_tokens": usage.total_tokens if usage else 0,
-        },
+        "choices": [{"index": 0, "message": message, "finish_reason": call.finish_reason, "logprobs": None}],
+        "usage": call.usage_body(),
     }
     return JSONResponse(body)
 
 
-async def _stream(llm: DeploymentHandle, call: _Call) -> AsyncIterator[bytes]:
-    req, rec = call.req, call.rec
-    messages = [{"role": m.role, "content": m.content} for m in req.messages]
-
-    def chunk(delta: dict[str, Any], finish: str | None = None, usage: dict[str, int] | None = None) -> bytes:
-        body: dict[str, Any] = {
-            "id": call.cid,
-            "object": "chat.completion.chunk",
-            "created": call.created,
-            "model": call.name,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        }
-        if usage is not None:
-            body["usage"] = {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}
-        return f"data: {json.dumps(body, ensure_ascii=False)}\n\n".encode()
-
-    usage: Usage | None = None
+async def _stream(call: _Call, first: dict[str, Any], items: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes]:
+    """Deltas as they come. With tools offered, the reply is held until it is whole: only then is it
+    known to be a tool call (sent as one ``tool_calls`` delta) or text."""
+    hold = bool(call.req.offered_tools())
     failed: str | None = "CLIENT_DISCONNECTED"
     try:
-        yield chunk({"role": "assistant", "content": ""})
-        gen: Any = llm.options(stream=True).stream_chat.remote(
-            messages, call.max_tokens, req.temperature, req.output_schema()
-        )
-        async for item in gen:
-            if "delta" in item:
-                yield chunk({"content": item["delta"]})
-            elif "error" in item:
+        yield call.chunk({"role": "assistant", "content": ""})
+        item: dict[str, Any] | None = first
+        while item is not None:
+            if "error" in item:
                 failed = "ENGINE_ERROR"
-                yield f"data: {json.dumps({'error': {'message': item['error']}})}\n\n".encode()
+                yield f"data: {json.dumps({'error': {'message': item['error'], 'type': 'server_error'}})}\n\n".encode()
                 break
-            else:
-                u = item["usage"]
-                usage = Usage(int(u["prompt_tokens"]), int(u["completion_tokens"]))
-                failed = None
-                yield chunk({}, item["finish_reason"], item["usage"])
+            if "delta" in item:
+                call.text.append(item["delta"])
+                if not hold:
+                    yield call.chunk({"content": item["delta"]})
+            item = await anext(items, None)
+        else:
+            failed = None
+            if hold:
+                message = call.message()
+                delta = {k: v for k, v in message.items() if k != "role"}
+                if "tool_calls" in delta:
+                    delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(delta["tool_calls"])]
+                yield call.chunk(delta)
+            yield call.chunk({}, call.finish_reason)
+            if call.req.stream_options and call.req.stream_options.include_usage:
+                yield call.chunk(None)
         yield b"data: [DONE]\n\n"
     finally:
-        if usage is not None or failed == "CLIENT_DISCONNECTED":
-            rec.model_usage("MODEL", "openai", 1, usage)  # a call that ran; without usage if cut short
-        if failed is None:
-            rec.finish("SUCCEEDED", release_outcome="SUCCESS", content_type="OPENAI_COMPLETION")
-        else:
-            rec.finish("FAILED", release_outcome="FAILED", error_code=failed)
+        _finish(call, failed)

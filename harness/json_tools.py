@@ -47,17 +47,20 @@ def _describe(tools: list[dict[str, Any]]) -> str:
     for t in tools:
         fn = t["function"]
         params = json.dumps(fn.get("parameters", {}).get("properties", {}), ensure_ascii=False)
-        lines.append(f"- {fn['name']}: {fn['description']} arguments: {params}")
+        lines.append(f"- {fn['name']}: {fn.get('description', '')} arguments: {params}")
     return "\n".join(lines)
 
 
 def flatten_messages(request: ModelRequest) -> list[dict[str, str]]:
     """Chat messages any template accepts: tools described in the system prompt, tool turns as user turns."""
     out: list[dict[str, str]] = []
-    for m in request.messages:
+    messages = request.messages
+    if request.tools and not any(m.role == "system" for m in messages):
+        messages = [Message("system", ""), *messages]  # the tools are described there, so it must exist
+    for m in messages:
         content = m.content
         if m.role == "system" and request.tools:
-            content += TOOL_INSTRUCTIONS.format(tools=_describe(request.tools))
+            content = (content + TOOL_INSTRUCTIONS.format(tools=_describe(request.tools))).lstrip("\n")
         if m.role == "tool":
             out.append({"role": "user", "content": f"Tool result for call {m.tool_call_id}:\n{content}"})
         elif m.role == "assistant" and m.tool_calls:

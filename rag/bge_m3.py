@@ -51,5 +51,9 @@ class BgeM3Embedder:
         dense /= np.maximum(np.linalg.norm(dense, axis=1, keepdims=True), 1e-12)
         return Encoded(dense, [lexical_to_plain(w) for w in out["lexical_weights"]])
 
+    def token_count(self, texts: list[str]) -> int:
+        enc = self._model.tokenizer(texts, truncation=True, max_length=self._max_length)
+        return sum(len(ids) for ids in enc["input_ids"])
+
     async def encode(self, texts: list[str]) -> Encoded:
         return await asyncio.to_thread(self.encode_sync, texts)

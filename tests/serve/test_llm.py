@@ -93,7 +93,7 @@ def test_missing_or_broken_model_dir(tmp_path: Any) -> None:
 async def test_openai_client_against_the_service(serve_app: dict[str, str]) -> None:
     client = AsyncOpenAI(base_url=serve_app["base"] + "/v1", api_key="unused")
     models = await client.models.list()
-    assert [m.id for m in models.data] == [TEST_MODEL]
+    assert [m.id for m in models.data] == [TEST_MODEL, "usem3"]  # the chat model, then the embedder
     done = await client.chat.completions.create(
         model=TEST_MODEL, messages=[{"role": "user", "content": "Say hi."}], max_tokens=16
     )
@@ -116,6 +116,56 @@ async def test_openai_client_against_the_service(serve_app: dict[str, str]) -> N
         response_format={"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}},
     )
     assert isinstance(json.loads(js.choices[0].message.content or "")["ok"], bool)
+
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The current weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+
+
+async def test_langchain_against_the_service(serve_app: dict[str, str]) -> None:
+    """LangChain's ChatOpenAI as an agent framework drives it: a plain turn, then a named tool choice,
+    which constrains decoding to a call of that tool (the model's arguments are its own)."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+    from langchain_openai import ChatOpenAI
+
+    chat = ChatOpenAI(model=TEST_MODEL, base_url=serve_app["base"] + "/v1", api_key="unused", max_tokens=24)  # type: ignore[arg-type]
+    reply = await chat.ainvoke([SystemMessage("You are terse."), HumanMessage("Say hi.")])
+    assert isinstance(reply.content, str) and reply.content.strip()
+    caller = ChatOpenAI(model=TEST_MODEL, base_url=serve_app["base"] + "/v1", api_key="unused", max_tokens=96)  # type: ignore[arg-type]
+    called = await caller.bind_tools([WEATHER], tool_choice="get_weather").ainvoke("What is the weather in Paris?")
+    assert called.response_metadata["finish_reason"] == "tool_calls", called
+    (call,) = called.tool_calls  # type: ignore[attr-defined]
+    assert call["name"] == "get_weather" and isinstance(call["args"], dict) and call["id"].startswith("call_")
+
+
+async def test_embeddings_are_the_lookups_own(serve_app: dict[str, str]) -> None:
+    """/v1/embeddings is the embedder deployment the knowledge base is indexed with (usem3 here):
+    unit vectors, a Chinese and an English text about the same failure closer than an unrelated one."""
+    from langchain_openai import OpenAIEmbeddings
+
+    client = AsyncOpenAI(base_url=serve_app["base"] + "/v1", api_key="unused")
+    assert "usem3" in [m.id for m in (await client.models.list()).data]
+    texts = ["the disk is full on /var", "磁盘 /var 已满", "the cat sat on the mat"]
+    got = await client.embeddings.create(model="usem3", input=texts)
+    vecs = [v.embedding for v in got.data]
+    assert [len(v) for v in vecs] == [512] * 3 and got.usage.prompt_tokens > 0
+    assert all(abs(sum(x * x for x in v) - 1) < 1e-3 for v in vecs)
+    dot = [sum(a * b for a, b in zip(vecs[0], v, strict=True)) for v in vecs[1:]]
+    assert dot[0] > dot[1]
+    lc = OpenAIEmbeddings(
+        model="usem3",
+        base_url=serve_app["base"] + "/v1",
+        api_key="unused",
+        check_embedding_ctx_length=False,  # type: ignore[arg-type]
+    )
+    same = await lc.aembed_query(texts[0])
+    assert max(abs(a - b) for a, b in zip(same, vecs[0], strict=True)) < 1e-5
 
 
 async def test_openai_route_rejects_an_overlong_prompt(serve_app: dict[str, str]) -> None:

@@ -8,11 +8,12 @@ from typing import Any
 
 import httpx
 
-from deployments.http_api import create_api, error
+from deployments.http_api import create_api
 from deployments.limits import RunLimiter
 from deployments.openai_api import add_openai_routes
+from tests.fakes.serve_handles import ScriptedLLMHandle
 from tests.fakes.sinks import ListSink
-from tests.unit.test_openai_routes_admission import BODY, FakeLLM
+from tests.unit.test_openai_routes_admission import BODY
 
 CAP = 4096
 JSON = {"content-type": "application/json"}
@@ -26,7 +27,7 @@ def client() -> httpx.AsyncClient:
         return True
 
     app = create_api(run_chat, None, lambda r: None, flush, 65536, max_openai_body_bytes=CAP)  # type: ignore[arg-type]
-    add_openai_routes(app, FakeLLM(), error, limiter=RunLimiter(4, 2), sink=ListSink())  # type: ignore[arg-type]
+    add_openai_routes(app, ScriptedLLMHandle(), limiter=RunLimiter(4, 2), sink=ListSink())  # type: ignore[arg-type]
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
 
 

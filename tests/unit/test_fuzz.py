@@ -92,7 +92,7 @@ def test_chat_never_answers_5xx(body: bytes, content_type: str) -> None:
     if r.status_code == 200:
         assert r.text.count("event: done") == 1
     else:
-        assert set(r.json()["error"]) == {"code", "message"}
+        assert set(r.json()["error"]) == {"code", "message", "type", "param"}
 
 
 @given(st.text(max_size=100), st.text(max_size=80) | st.none())

@@ -5,57 +5,18 @@ complete and whose tokens reconcile. The LLM deployment's handle is a stand-in."
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 from fastapi import FastAPI
 
 from deployments.auth import ApiKeyMiddleware
-from deployments.http_api import error
 from deployments.limits import RunLimiter
 from deployments.openai_api import add_openai_routes
-from harness.model import ModelResponse
-from harness.recorder import Usage
 from tests.fakes.audit_db import persist_and_trace
+from tests.fakes.serve_handles import ScriptedLLMHandle
 from tests.fakes.sinks import ListSink
 from tests.unit.test_limits import until
-
-
-class _Method:
-    def __init__(self, fn: Any) -> None:
-        self.fn = fn
-
-    def remote(self, *args: Any) -> Any:
-        return self.fn(*args)
-
-
-class FakeLLM:
-    """The LLM deployment handle's surface that the routes use."""
-
-    def __init__(self, gate: asyncio.Event | None = None) -> None:
-        self.gate = gate
-        self.models = _Method(self._models)
-        self.complete = _Method(self._complete)
-        self.stream_chat = _Method(self._stream)
-
-    def options(self, **_: Any) -> FakeLLM:
-        return self
-
-    async def _models(self) -> list[str]:
-        return ["tiny"]
-
-    async def _complete(self, request: Any) -> dict[str, Any]:
-        if self.gate is not None:
-            await self.gate.wait()
-        return {"ok": True, "response": ModelResponse("pong", usage=Usage(7, 3))}
-
-    async def _stream(self, *args: Any) -> AsyncIterator[dict[str, Any]]:
-        yield {"delta": "po"}
-        yield {"delta": "ng"}
-        yield {"finish_reason": "stop", "usage": {"prompt_tokens": 5, "completion_tokens": 2}}
-
 
 # Tenants come from API keys, as in the service (ApiKeyMiddleware); without keys a caller is anonymous.
 KEYS = {"team-a": "key-aaaa-1111", "team-b": "key-bbbb-2222", "team-c": "key-cccc-3333"}
@@ -66,13 +27,12 @@ def as_tenant(tenant: str) -> dict[str, str]:
 
 
 def app_with(
-    llm: FakeLLM, limiter: RunLimiter, sink: ListSink, draining: list[bool] | None = None, keys: bool = True
+    llm: ScriptedLLMHandle, limiter: RunLimiter, sink: ListSink, draining: list[bool] | None = None, keys: bool = True
 ) -> FastAPI:
     app = FastAPI()
     add_openai_routes(
         app,
         llm,  # type: ignore[arg-type]
-        error,
         limiter=limiter,
         sink=sink,
         stopping=lambda: bool(draining and draining[0]),
@@ -91,20 +51,20 @@ BODY = {"messages": [{"role": "user", "content": "ping"}]}
 
 async def test_a_completion_is_an_audited_run(tmp_path: Path) -> None:
     sink, limiter = ListSink(), RunLimiter(4, 2)
-    async with client(app_with(FakeLLM(), limiter, sink)) as c:
+    async with client(app_with(ScriptedLLMHandle(), limiter, sink)) as c:
         r = await c.post("/v1/chat/completions", json=BODY, headers=as_tenant("team-a"))
-    assert r.status_code == 200 and r.json()["usage"]["total_tokens"] == 10
+    assert r.status_code == 200 and r.json()["usage"]["total_tokens"] == 7
     assert limiter.in_flight() == 0
     trace = persist_and_trace(sink.records, tmp_path, "openai-team-a")
     assert trace["run"]["run_id"] == r.json()["id"] and trace["run"]["tenant_id"] == "team-a"
-    assert trace["run"]["status"] == "SUCCEEDED" and trace["run"]["total_token_count"] == 10
+    assert trace["run"]["status"] == "SUCCEEDED" and trace["run"]["total_token_count"] == 7
     assert [e["event_type"] for e in trace["timeline"]] == ["RUN_STARTED", "MODEL_TOKEN_USAGE", "RUN_FINISHED"]
     assert trace["summary"]["complete"] and trace["summary"]["tokens_reconciled"]
 
 
 async def test_a_streamed_completion_is_audited_with_its_usage(tmp_path: Path) -> None:
     sink, limiter = ListSink(), RunLimiter(4, 2)
-    async with client(app_with(FakeLLM(), limiter, sink, keys=False)) as c:
+    async with client(app_with(ScriptedLLMHandle(), limiter, sink, keys=False)) as c:
         r = await c.post("/v1/chat/completions", json={**BODY, "stream": True})
     assert r.status_code == 200 and r.text.endswith("data: [DONE]\n\n")
     assert limiter.in_flight() == 0
@@ -115,7 +75,7 @@ async def test_a_streamed_completion_is_audited_with_its_usage(tmp_path: Path) -
 async def test_a_tenant_over_its_cap_gets_429_and_a_draining_replica_503() -> None:
     gate = asyncio.Event()
     sink, limiter, draining = ListSink(), RunLimiter(8, 1), [False]
-    async with client(app_with(FakeLLM(gate), limiter, sink, draining)) as c:
+    async with client(app_with(ScriptedLLMHandle(gate=gate), limiter, sink, draining)) as c:
         first = asyncio.create_task(c.post("/v1/chat/completions", json=BODY, headers=as_tenant("team-a")))
         await until(lambda: limiter.in_flight("team-a") == 1)
         over = await c.post("/v1/chat/completions", json=BODY, headers=as_tenant("team-a"))
