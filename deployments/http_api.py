@@ -29,6 +29,8 @@ from deployments.alerts import AlertDedupe, LocalAlertDedupe, add_alert_routes
 from deployments.auth import ApiKeyMiddleware
 from deployments.body_limit import BodyLimit, BodyTooLarge
 from deployments.config import AlertSettings
+from deployments.errors import error
+from deployments.head_requests import HeadAsGet
 from deployments.limits import RunLimiter
 from deployments.sse import frame_event
 from harness.contracts import ChatRequest, SseEvent
@@ -71,10 +73,6 @@ class FeedbackRequest(BaseModel):
     comment: str = Field(default="", max_length=2000)
 
 
-def error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
-
-
 def _validation_message(err: ValidationError | RequestValidationError) -> str:
     parts = []
     for item in err.errors():
@@ -94,6 +92,15 @@ CONSOLE_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Cache-Control": "no-cache",
 }
+
+
+# What the unauthenticated readiness page shows of the audit writer: its state and counters, never a
+# file path or an error text (a database error can name hosts and users).
+PUBLIC_AUDIT = ("state", "written", "pending", "spilled", "dead_lettered", "dialect")
+
+
+def _public(health: dict[str, Any]) -> dict[str, Any]:
+    return {k: health[k] for k in PUBLIC_AUDIT if k in health}
 
 
 def _complete(result: dict[str, Any]) -> bool:
@@ -358,6 +365,7 @@ def create_api(
     # Outside authentication (which reads no body) and inside the replica header: a /v1 body over the
     # cap is refused before FastAPI parses it.
     app.add_middleware(BodyLimit, limit=max_openai_body_bytes)
+    app.add_middleware(HeadAsGet)
     if replica:
         app.add_middleware(ReplicaHeader, replica=replica)  # outermost: refusals carry it too
 
@@ -369,15 +377,14 @@ def create_api(
         except Exception as err:
             return name, {"state": "unavailable", "error": type(err).__name__}
 
-    @app.get("/healthz", summary="Readiness: each component's state; 503 until a chat can be served")
-    async def healthz() -> JSONResponse:
+    async def readiness() -> JSONResponse:
         if stopping():  # tell load balancers to send nothing more here
             return JSONResponse({"status": "stopping", "components": {"ingress": {"state": "stopping"}}}, 503)
         components: dict[str, Any] = {"ingress": {"state": "ok"}}
         required = dict(await asyncio.gather(*(probe(n, c) for n, c in (probes or {}).items())))
         components.update(required)
         try:
-            components["audit"] = await audit.health()
+            components["audit"] = _public(await audit.health())
         except Exception as err:
             components["audit"] = {"state": "down", "error": type(err).__name__}
         if any(c["state"] != "ok" for c in required.values()):
@@ -386,6 +393,11 @@ def create_api(
         # The audit trail spills to disk through an outage, so chats still work: degraded, not down.
         overall = "ok" if all(c.get("state") == "ok" for c in components.values()) else "degraded"
         return JSONResponse({"status": overall, "components": components})
+
+    # /readyz is the name Kubernetes probes use; /healthz stays for what already points at it.
+    summary = "Readiness: each component's state; 503 until a chat can be served"
+    app.add_api_route("/readyz", readiness, methods=["GET"], summary=summary)
+    app.add_api_route("/healthz", readiness, methods=["GET"], summary=summary + " (as /readyz)")
 
     @app.get("/livez", summary="Liveness: the ingress process answers (no other component is asked)")
     async def livez() -> JSONResponse:

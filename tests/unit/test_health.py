@@ -69,3 +69,43 @@ async def test_an_audit_outage_degrades_but_serves() -> None:
         r = await c.get("/healthz")
     assert r.status_code == 200 and r.json()["status"] == "degraded"
     assert r.json()["components"]["audit"]["state"] == "down"
+
+
+class AuditWithDetails(ArrivingAudit):
+    """What the audit deployment's health says (deployments/audit_actor.py): counters, and a path and an
+    error text that an unauthenticated page must not show."""
+
+    async def health(self) -> dict[str, Any]:
+        return {
+            "state": "degraded",
+            "written": 12,
+            "pending": 0,
+            "spilled": 3,
+            "dead_lettered": 1,
+            "dialect": "mysql",
+            "last_error": "(pymysql.err.OperationalError) Access denied for user 'raydiag'@'10.0.0.7'",
+            "dead_letter_path": "/var/lib/raydiag/audit-spill.dead.jsonl",
+        }
+
+
+async def test_readyz_is_healthz_and_shows_no_paths_or_error_texts() -> None:
+    async with client({"llm": ok}, AuditWithDetails(1)) as c:
+        ready, health = await c.get("/readyz"), await c.get("/healthz")
+    assert ready.status_code == health.status_code == 200 and ready.json() == health.json()
+    assert ready.json()["components"]["audit"] == {
+        "state": "degraded",
+        "written": 12,
+        "pending": 0,
+        "spilled": 3,
+        "dead_lettered": 1,
+        "dialect": "mysql",
+    }
+
+
+async def test_head_answers_every_get_route_without_a_body() -> None:
+    async with client({"llm": ok}) as c:
+        for path in ("/readyz", "/healthz", "/livez", "/", "/openapi.json"):
+            got, head = await c.get(path), await c.head(path)
+            assert head.status_code == got.status_code == 200, path
+            assert head.content == b"" and head.headers["content-length"] == str(len(got.content)), path
+        assert (await c.head("/api/chat")).status_code == 405  # POST only: HEAD is not a way around that
