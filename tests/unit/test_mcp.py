@@ -40,8 +40,40 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
+class RunsAudit(ArrivingAudit):
+    """The audit backend as a neighbour with one session's two runs on record."""
+
+    async def runs(self, session_id: str, tenant_id: str | None) -> dict[str, Any]:
+        rows = [
+            {"run_id": "r2", "status": "SUCCEEDED", "release_outcome": "SUCCESS", "query": "q2"},
+            {"run_id": "r1", "status": "SUCCEEDED", "release_outcome": "FALLBACK", "query": "q1"},
+        ]
+        return {"ok": True, "value": rows if session_id == "s1" else []}
+
+    async def trace(self, session_id: str, run_id: str | None, tenant_id: str | None) -> dict[str, Any]:
+        run = {"run_id": run_id or "r2", "session_id": session_id, "status": "SUCCEEDED"}  # latest by default
+        tools = [{"tool_call_id": "t1", "tool_name": "query_metrics", "success": True, "duration_ms": 40}]
+        return {"ok": True, "value": {"run": run, "summary": {"complete": True}, "toolInvocations": tools}}
+
+
+class TwoLanguages(OneRunbook):
+    """A lookup whose best block is Chinese and second English (a bilingual knowledge base)."""
+
+    async def lookup(self, query: str, tool_call_id: str, domain: str | None = None) -> Any:
+        outcome = await super().lookup(query, tool_call_id, domain)
+        english = outcome.agent_view["evidence"][0]
+        chinese = {
+            **english,
+            "key": "hikaricp-zh#chunk-0",
+            "text": "连接池耗尽：请求等待连接超时，检查最大连接数和连接泄漏。",
+        }
+        outcome.agent_view["evidence"] = [chinese, english]
+        return outcome
+
+
 @pytest.fixture
-async def service() -> AsyncIterator[dict[str, Any]]:
+async def service(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, Any]]:
+    heartbeat_s = getattr(request, "param", 15.0)
     sink = ListSink()
     limiter = RunLimiter(8, 1)  # one run in flight per tenant
     pipeline = build_pipeline(
@@ -54,7 +86,7 @@ async def service() -> AsyncIterator[dict[str, Any]]:
     app = create_api(
         pipeline.run, ArrivingAudit(1), lambda r: None, flush, 65536, api_keys={"team-a": KEY}, limiter=limiter
     )
-    server = build_mcp(pipeline.run, ArrivingAudit(1), OneRunbook(True), Admission(limiter))
+    server = build_mcp(pipeline.run, RunsAudit(1), TwoLanguages(True), Admission(limiter), heartbeat_s=heartbeat_s)
     app.router.routes.extend(mcp_routes(server))
     stop = asyncio.Event()
     holder = asyncio.create_task(hold_open(server, stop))
@@ -94,7 +126,7 @@ async def test_the_sdk_client_lists_the_tools_and_diagnoses_with_progress(servic
 
     async with connected(service["url"]) as session:
         names = {t.name for t in (await session.list_tools()).tools}
-        assert names == {"diagnose", "get_trace", "search_runbooks"}
+        assert names == {"diagnose", "list_runs", "get_trace", "search_runbooks"}
         result = await session.call_tool(
             "diagnose",
             {"question": "HikariCP connection pool exhausted, requests time out", "session_id": "mcp-s1"},
@@ -117,7 +149,60 @@ async def test_the_sdk_client_lists_the_tools_and_diagnoses_with_progress(servic
     # Progress: one notification per status event of the run (ROUTING, PLANNING, …), in order.
     assert len(progress) >= 2 and [p[0] for p in progress] == list(range(1, len(progress) + 1))
     assert progress[0][1] is not None and progress[0][1].startswith("ROUTING")
-    assert not search.is_error and search.structured_content["evidence"][0]["key"] == "hikaricp#chunk-0"
+    # An English query: the English block first, though the lookup ranked the Chinese one above it.
+    assert [b["key"] for b in search.structured_content["evidence"]] == ["hikaricp#chunk-0", "hikaricp-zh#chunk-0"]
+
+
+async def test_tools_describe_their_arguments_results_and_effects(service: dict[str, Any]) -> None:
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}, timeout=60) as http,
+        streamable_http_client(service["url"], http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        init = await session.initialize()
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+    from importlib import metadata
+
+    assert init.server_info.name == "raydiag" and init.server_info.version == metadata.version("raydiag")
+    for tool in tools.values():
+        for name, prop in tool.input_schema["properties"].items():
+            assert prop.get("description"), f"{tool.name}.{name} has no description"
+        assert tool.output_schema and tool.output_schema.get("properties"), tool.name
+        assert tool.annotations is not None and tool.title
+    read_only = {n for n, t in tools.items() if t.annotations and t.annotations.read_only_hint}
+    assert read_only == {"list_runs", "get_trace", "search_runbooks"}
+    assert tools["diagnose"].annotations.destructive_hint is False  # type: ignore[union-attr]
+    assert set(tools["diagnose"].output_schema["properties"]) == {"sessionId", "runId", "outcome", "content", "failure"}  # type: ignore[index]
+    assert tools["get_trace"].input_schema["required"] == ["session_id"]  # the run is optional: latest
+
+
+async def test_list_runs_then_the_latest_trace_without_a_run_id(service: dict[str, Any]) -> None:
+    async with connected(service["url"]) as session:
+        runs = await session.call_tool("list_runs", {"session_id": "s1"})
+        latest = await session.call_tool("get_trace", {"session_id": "s1"})
+        named = await session.call_tool("get_trace", {"session_id": "s1", "run_id": "r1"})
+        bad = await session.call_tool("get_trace", {"session_id": "s1; DROP TABLE"})
+    assert [r["run_id"] for r in runs.structured_content["runs"]] == ["r2", "r1"]
+    assert latest.structured_content["run"]["run_id"] == "r2" and named.structured_content["run"]["run_id"] == "r1"
+    assert latest.structured_content["tools"][0]["tool_name"] == "query_metrics"
+    assert bad.is_error  # the id's pattern is checked before any lookup
+
+
+@pytest.mark.parametrize("service", [0.05], indirect=True)
+async def test_a_heartbeat_between_stages_keeps_progress_rising(service: dict[str, Any]) -> None:
+    progress: list[tuple[float, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, message))
+
+    async with connected(service["url"]) as session:
+        result = await session.call_tool(
+            "diagnose", {"question": "HikariCP connection pool exhausted"}, progress_callback=on_progress
+        )
+    assert not result.is_error
+    beats = [m for _, m in progress if m and m.startswith("still working (")]
+    assert beats and len(beats) < len(progress)  # heartbeats between the stages' own notifications
+    assert [p[0] for p in progress] == list(range(1, len(progress) + 1))  # rising, as the spec wants
 
 
 async def test_without_a_key_the_endpoint_refuses(service: dict[str, Any]) -> None:
