@@ -25,9 +25,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Route
 
 from deployments.admission import Admission
+from deployments.errors import error_bytes
 from harness.contracts import ChatRequest, event_data
 from rag.script import cjk_share
 
@@ -266,6 +267,24 @@ def build_mcp(
     return server
 
 
+class PostOnly:
+    """The endpoint answers POST only. Stateless, the server never sends anything on a GET's standalone
+    stream, which would stay open for ever (a connection held per request); the MCP spec lets a server
+    answer such a GET, and a DELETE of a session it never made, with 405."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope.get("method") != "POST":
+            body = error_bytes(405, "METHOD_NOT_ALLOWED", "the MCP endpoint takes POST (streamable HTTP, stateless)")
+            headers = [(b"content-type", b"application/json"), (b"allow", b"POST")]
+            await send({"type": "http.response.start", "status": 405, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+
 def mcp_routes(server: MCPServer[Any]) -> list[BaseRoute]:
     """The server's streamable-HTTP endpoint (/mcp) as routes to add to the service's app. The SDK's
     session manager serves them only while ``server.session_manager.run()`` is open (``hold_open``)."""
@@ -277,7 +296,7 @@ def mcp_routes(server: MCPServer[Any]) -> list[BaseRoute]:
         # replica behind a load balancer.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    return list(app.routes)
+    return [Route(r.path, PostOnly(r.app)) if isinstance(r, Route) else r for r in app.routes]
 
 
 async def hold_open(server: MCPServer[Any], stop: asyncio.Event) -> None:

@@ -219,3 +219,11 @@ async def test_diagnose_is_admitted_like_a_chat(service: dict[str, Any]) -> None
         refused = await session.call_tool("diagnose", question)
         assert refused.is_error and "TOO_MANY_RUNS" in str(refused.content)
         assert not (await first).is_error
+
+
+async def test_only_post_is_served(service: dict[str, Any]) -> None:
+    """Stateless, a GET's standalone stream would never carry anything and never end: 405 instead."""
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}, timeout=10) as http:
+        got = await http.get(service["url"], headers={"Accept": "text/event-stream"})
+        deleted = await http.delete(service["url"])
+    assert got.status_code == deleted.status_code == 405 and got.headers["allow"] == "POST"
