@@ -44,6 +44,12 @@ class AuditWriterDeployment:
         self.writer.start()
         self.reader = TraceReader(self.engine)
         self.metrics = ServiceMetrics()
+        # The writer's backlog as gauges, set on a clock so they are there between submissions too.
+        self._gauges = asyncio.get_running_loop().create_task(self.metrics.keep_gauges(self._gauge_values))
+
+    async def _gauge_values(self) -> dict[str, float]:
+        s = self.writer.stats
+        return {"audit_spilled_records": float(s.spilled), "audit_dead_lettered_records": float(s.dead_lettered)}
 
     async def _ensure_schema(self) -> None:
         if not self.migrated:
@@ -54,10 +60,7 @@ class AuditWriterDeployment:
         """Answers once the records are committed (``committed``) or durably spilled (``spilled``): a
         producer keeps a batch until this returns, so this replica dying loses none of it."""
         receipt = self.writer.submit((AuditRecord.model_validate(r) for r in records), floors)
-        answer = await self.writer.confirm(receipt, self.settings.handoff_confirm_s)
-        self.metrics.audit_spilled.set(self.writer.stats.spilled)
-        self.metrics.audit_dead_lettered.set(self.writer.stats.dead_lettered)
-        return answer
+        return await self.writer.confirm(receipt, self.settings.handoff_confirm_s)
 
     async def flush(self, timeout_s: float = 30.0) -> bool:
         return await self.writer.flush(timeout_s)

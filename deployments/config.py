@@ -208,6 +208,11 @@ class LLMSettings(_Section):
     gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1, description="Share of GPU memory vLLM takes.")
     tensor_parallel_size: int = Field(default=1, gt=0, description="GPUs one replica shards the model across.")
     enable_prefix_caching: bool = Field(default=True, description="Reuse KV cache of shared prompt prefixes.")
+    engine_metrics: bool = Field(
+        default=True,
+        description="Export vLLM's engine metrics (time to first token, time per output token, queue, KV cache) "
+        "through Ray's metrics, as ray_vllm_* on the engine's node and vllm_* on GET /metrics.",
+    )
     num_replicas: int = Field(default=1, gt=0, description="Engine replicas.")
     autoscaling: AutoscalingSettings | None = Field(
         default=None, description="When set, Serve scales the engine replicas (num_replicas unused)."

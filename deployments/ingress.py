@@ -21,10 +21,10 @@ from deployments.alerts import ClusterAlertDedupe
 from deployments.audit_client import BufferedAuditSink
 from deployments.config import AppConfig
 from deployments.http_api import create_api
-from deployments.limits import RunLimiter
+from deployments.limits import ActiveRuns, RunLimiter
 from deployments.llm_client import LLMHandleModel
 from deployments.mcp_server import build_mcp, hold_open, mcp_routes
-from deployments.metrics import MetricsSink, ServiceMetrics, add_metrics_route
+from deployments.metrics import MetricsSink, RequestMetrics, ServiceMetrics, add_metrics_route, build_labels
 from deployments.openai_api import add_openai_routes
 from deployments.openai_client import OpenAIEndpointModel
 from deployments.session_memory import SharedHistory, memory_actor
@@ -217,9 +217,7 @@ class Ingress:
         # metrics on, they are counted into the raydiag_* series (deployments/metrics.py).
         self.traced = traced_sink(cfg, self.sink)
         self.metrics = ServiceMetrics() if cfg.ingress.metrics else None
-        self.run_sink = (
-            MetricsSink(self.traced, self.metrics, lambda: self.sink.pending) if self.metrics else self.traced
-        )
+        self.run_sink = MetricsSink(self.traced, self.metrics) if self.metrics else self.traced
         self.pipeline = build_pipeline(
             self.run_sink,
             cfg.harness,
@@ -236,11 +234,16 @@ class Ingress:
         )
         # Runs past their first event that may work at once; the others wait their turn (FIFO) with
         # their stream open, so a busy replica's event loop stays short and new streams start fast.
-        self.active_runs = asyncio.Semaphore(cfg.ingress.max_active_runs)
+        self.active_runs = ActiveRuns(cfg.ingress.max_active_runs)
         self.limiter = RunLimiter(cfg.ingress.max_concurrent_runs, cfg.ingress.max_runs_per_tenant)
         if self.metrics is not None:
             rejections = self.metrics.admission_rejections
             self.limiter.on_reject = lambda limit: rejections.inc(1, tags={"limit": limit})
+            # Gauges are set on a clock, not only on events, so every series is there from start-up and
+            # between runs (an alert `for: 5m` holds only on a series that does not vanish).
+            self._gauges_task = asyncio.get_running_loop().create_task(
+                self.metrics.keep_gauges(self._gauge_values, build_labels(cfg))
+            )
         self.drain = DrainWatch(ctx.app_name, self.replica_id, self.limiter.in_flight)
         # A tenant's cap counts its runs on every replica (the control actor the drain watch reports to).
         self.cluster_cap = ClusterTenantCap(ctx.app_name, self.replica_id, cfg.ingress.max_runs_per_tenant)
@@ -267,7 +270,7 @@ class Ingress:
             async for event in events:
                 yield event
                 break
-            async with self.active_runs:
+            async with self.active_runs.turn():
                 async for event in events:
                     yield event
 
@@ -292,6 +295,15 @@ class Ingress:
             except Exception as err:  # the evaluation scores the answer; totals are a bonus
                 log.warning("no trace for run %s: %s", run_id, type(err).__name__)
         return {"events": events, "totals": totals}
+
+    async def _gauge_values(self) -> dict[str, float]:
+        values = {
+            "runs_admitted": float(self.limiter.in_flight()),
+            "runs_running": float(self.active_runs.running),
+            "runs_waiting": float(self.active_runs.waiting),
+            "audit_pending_records": float(self.sink.pending),
+        }
+        return values  # the writer's own counts are its gauges (deployments/audit_actor.py)
 
     async def _flush(self) -> bool:
         return await self.sink.flush()
@@ -331,10 +343,13 @@ class Ingress:
         app.router.routes.extend(self._mcp_routes)
         if self.metrics is not None:
             add_metrics_route(app)
+            app.add_middleware(RequestMetrics, metrics=self.metrics)  # outermost: refusals are counted too
         return app
 
     async def __del__(self) -> None:
         self._drain_task.cancel()
+        if self.metrics is not None:
+            self._gauges_task.cancel()
         self._mcp_stop.set()
         await self.drain.leave()
         if self.traced is not self.sink:

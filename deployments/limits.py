@@ -8,9 +8,11 @@ reservation not started within ``start_timeout_s`` is reclaimed.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 
@@ -63,3 +65,27 @@ class RunLimiter:
 
     def release(self, slot: int) -> None:
         self._slots.pop(slot, None)
+
+
+class ActiveRuns:
+    """The gate on runs working at once (``ingress.max_active_runs``), with its counts for the metrics:
+    runs working now and runs admitted but waiting for a turn, their stream open."""
+
+    def __init__(self, limit: int) -> None:
+        self._gate = asyncio.Semaphore(limit)
+        self.running = 0
+        self.waiting = 0
+
+    @contextlib.asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        self.waiting += 1
+        try:
+            await self._gate.acquire()
+        finally:
+            self.waiting -= 1
+        self.running += 1
+        try:
+            yield
+        finally:
+            self.running -= 1
+            self._gate.release()

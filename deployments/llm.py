@@ -56,6 +56,8 @@ def engine_args(settings: LLMSettings, model_dir: str) -> Any:
         # pretty-printed output cost the small model several times the tokens of the same answer.
         "structured_outputs_config": StructuredOutputsConfig(backend="xgrammar", disable_any_whitespace=True),
     }
+    # The engine's own stats go only to Ray's metrics (LLMServer), not to the log every 10 s.
+    kwargs["disable_log_stats"] = True
     if settings.device == "cuda":
         kwargs["gpu_memory_utilization"] = settings.gpu_memory_utilization
     else:
@@ -89,7 +91,12 @@ class LLMServer:
         self.settings = settings
         self.model_name = settings.model.rsplit("/", 1)[-1]
         start = time.perf_counter()
-        self.engine = AsyncLLM.from_engine_args(engine_args(settings, model_dir))
+        loggers: list[Any] = []
+        if settings.engine_metrics:
+            from vllm.v1.metrics.ray_wrappers import RayPrometheusStatLogger
+
+            loggers.append(RayPrometheusStatLogger)  # vLLM's series through this node's Ray metrics agent
+        self.engine = AsyncLLM.from_engine_args(engine_args(settings, model_dir), stat_loggers=loggers or None)
         self.tokenizer = self.engine.get_tokenizer()
         self.ready_s = time.perf_counter() - start
         self.running = 0

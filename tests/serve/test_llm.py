@@ -168,6 +168,27 @@ async def test_embeddings_are_the_lookups_own(serve_app: dict[str, str]) -> None
     assert max(abs(a - b) for a, b in zip(same, vecs[0], strict=True)) < 1e-5
 
 
+async def test_the_engines_own_metrics_are_served(serve_app: dict[str, str]) -> None:
+    """vLLM's series (time to first token, time per output token) reach GET /metrics as vllm_*, through
+    the engine's Ray stat logger and this node's metrics agent (it reports every few seconds)."""
+    client = AsyncOpenAI(base_url=serve_app["base"] + "/v1", api_key="unused")
+    await client.chat.completions.create(model=TEST_MODEL, messages=[{"role": "user", "content": "Hi."}], max_tokens=8)
+    counts: dict[str, float] = {}
+    async with httpx.AsyncClient(base_url=serve_app["base"], timeout=30) as c:
+        for _ in range(60):
+            text = (await c.get("/metrics")).text
+            counts = {
+                line.split("{")[0]: float(line.rsplit(" ", 1)[1])
+                for line in text.splitlines()
+                if line.startswith(("vllm_time_to_first_token_seconds_count", "vllm_request_time_per_output_token"))
+            }
+            if counts.get("vllm_time_to_first_token_seconds_count", 0) > 0:
+                break
+            await asyncio.sleep(1)
+    assert counts.get("vllm_time_to_first_token_seconds_count", 0) > 0, counts
+    assert "raydiag_build_info{" in text and 'model="' + TEST_MODEL + '"' in text
+
+
 async def test_openai_route_rejects_an_overlong_prompt(serve_app: dict[str, str]) -> None:
     async with httpx.AsyncClient(base_url=serve_app["base"], timeout=60) as c:
         resp = await c.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "word " * 6000}]})

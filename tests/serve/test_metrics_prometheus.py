@@ -90,6 +90,21 @@ scrape_configs:
                     )
                 await asyncio.sleep(1)
             after = await settled()
+
+            async def series(promql: str) -> list[dict[str, object]]:
+                r = await c.get(f"{url}/api/v1/query", params={"query": promql})
+                return list(r.json()["data"]["result"])
+
+            # The gauges are set on a clock: present, and each ingress's build labels (this node runs the
+            # session app's ingress beside the scripted one) on one info series each, at 1.
+            (info,) = await series('raydiag_build_info{model="scripted"}')
+            assert info["value"][1] == "1" and info["metric"]["version"]  # type: ignore[index]
+            assert await series("raydiag_runs_admitted") and await series("raydiag_audit_pending_records")
+            # Counted by route and status: the three chats (200) are among the chat route's responses.
+            (chats,) = await series('sum(raydiag_http_requests_total{route="chat",status="200"})')
+            assert float(chats["value"][1]) >= 3  # type: ignore[index]
+            # Never incremented, still a series (at 0): an alert on its rate has something to evaluate.
+            assert await series('raydiag_admission_rejections_total{limit="tenant"}')
         # The endpoint itself says the same as Prometheus.
         assert _runs_now((await c.get("/metrics")).text) == after
     assert after == before + 3  # nothing else ran on this node meanwhile: exactly the test's runs
