@@ -29,6 +29,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from deployments.admission import Admission
+from deployments.api_docs import request_body
+from deployments.api_schemas import AlertAnswer
 from deployments.config import AlertSettings
 from deployments.stopping import ClaimBook
 from harness.contracts import ChatRequest, SseEvent, event_data
@@ -220,18 +222,16 @@ def add_alert_routes(
         summary="Alertmanager webhook (version 4): one diagnosis per firing alert group",
         status_code=202,
         responses={
-            200: {"description": "nothing started: the group is resolved, or was seen within the dedupe window"},
-            202: {"description": "a diagnosis started: its sessionId and runId"},
+            200: {
+                "model": AlertAnswer,
+                "description": "nothing started: the group is resolved, or was seen within the dedupe window",
+            },
+            202: {"model": AlertAnswer, "description": "a diagnosis started: its sessionId and runId"},
             422: {"description": "not an Alertmanager version 4 payload"},
             429: {"description": "too many runs in flight for the service or the tenant (Retry-After)"},
             503: {"description": "the service is stopping gracefully (Retry-After)"},
         },
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": AlertmanagerWebhook.model_json_schema()}},
-            }
-        },
+        openapi_extra=request_body(AlertmanagerWebhook),
     )
     async def alerts(request: Request) -> JSONResponse:
         hook = await parse_body(request, AlertmanagerWebhook)

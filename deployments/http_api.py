@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
+from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol, TypeVar
 
@@ -26,6 +27,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from audit.records import AuditRecord
 from deployments.admission import Admission, ClusterTenantCap
 from deployments.alerts import AlertDedupe, LocalAlertDedupe, add_alert_routes
+from deployments.api_docs import add_docs_page, complete_openapi, request_body
+from deployments.api_schemas import FeedbackStored, Liveness, Readiness, RunList, Trace
 from deployments.auth import ApiKeyMiddleware
 from deployments.body_limit import BodyLimit, BodyTooLarge
 from deployments.config import AlertSettings
@@ -107,6 +110,13 @@ def _complete(result: dict[str, Any]) -> bool:
     return bool(result["value"].get("summary", {}).get("complete", True))
 
 
+def _version() -> str:
+    try:
+        return metadata.version("raydiag")
+    except metadata.PackageNotFoundError:  # a checkout that was not installed
+        return "0.0.0"
+
+
 def tenant_of(request: Request) -> str | None:
     """The tenant ApiKeyMiddleware authenticated (None when authentication is off)."""
     return getattr(request.state, "tenant", None)
@@ -184,8 +194,10 @@ def create_api(
     admission = Admission(limiter, cluster_cap)
     app = FastAPI(
         title="raydiag",
-        version="0.1.0",
+        version=_version(),
         description="Evidence-grounded incident diagnosis. Chat streams Server-Sent Events.",
+        docs_url=None,  # add_docs_page: Swagger UI from this app, not a CDN
+        redoc_url=None,
     )
 
     @app.exception_handler(StarletteHTTPException)
@@ -248,12 +260,7 @@ def create_api(
             429: {"description": "too many runs in flight for the service or the tenant (Retry-After)"},
             503: {"description": "the service is stopping gracefully (Retry-After)"},
         },
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": ChatRequest.model_json_schema()}},
-            }
-        },
+        openapi_extra=request_body(ChatRequest),
     )
     async def chat(request: Request) -> Any:
         req = await parse_body(request, ChatRequest)
@@ -308,7 +315,11 @@ def create_api(
             return error(404, "NOT_FOUND", str(result.get("error", "not found")))
         return JSONResponse(result["value"])
 
-    @app.get("/api/diagnosis/{sessionId}/trace", summary="Replay one run's audit trail")
+    @app.get(
+        "/api/diagnosis/{sessionId}/trace",
+        summary="Replay one run's audit trail",
+        responses={200: {"model": Trace}, 404: {"description": "no such session or run"}},
+    )
     async def trace(request: Request, sessionId: SessionId, runId: RunId = None, waitMs: WaitMs = 0) -> JSONResponse:
         # This replica's buffer is flushed first; another replica's records arrive on their own
         # batching clock, so a caller that needs the whole trail waits for it, bounded.
@@ -320,12 +331,20 @@ def create_api(
             result = await audit.trace(sessionId, runId, tenant_of(request))
         return await _trace_reply(result)
 
-    @app.get("/api/diagnosis/{sessionId}/trace/reasoning", summary="Provider reasoning and assistant text")
+    @app.get(
+        "/api/diagnosis/{sessionId}/trace/reasoning",
+        summary="Provider reasoning and assistant text",
+        responses={404: {"description": "no such session or run"}},
+    )
     async def reasoning(request: Request, sessionId: SessionId, runId: RunId = None) -> JSONResponse:
         await flush_audit()
         return await _trace_reply(await audit.reasoning(sessionId, runId, tenant_of(request)))
 
-    @app.get("/api/diagnosis/{sessionId}/runs", summary="The session's runs, newest first")
+    @app.get(
+        "/api/diagnosis/{sessionId}/runs",
+        summary="The session's runs, newest first",
+        responses={200: {"model": RunList}},
+    )
     async def runs(request: Request, sessionId: SessionId) -> JSONResponse:
         await flush_audit()
         result = await audit.runs(sessionId, tenant_of(request))
@@ -334,12 +353,9 @@ def create_api(
     @app.post(
         "/api/diagnosis/{sessionId}/feedback",
         summary="Store the user's feedback on a run",
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": FeedbackRequest.model_json_schema()}},
-            }
-        },
+        status_code=202,
+        responses={202: {"model": FeedbackStored, "description": "stored"}, 404: {"description": "no such run"}},
+        openapi_extra=request_body(FeedbackRequest),
     )
     async def feedback(sessionId: SessionId, request: Request) -> JSONResponse:
         fb = await parse_body(request, FeedbackRequest)
@@ -360,6 +376,8 @@ def create_api(
         return JSONResponse({"stored": True, "runId": fb.runId}, status_code=202)
 
     add_console_routes(app)
+    add_docs_page(app)
+    complete_openapi(app, authenticated=bool(api_keys))
     if api_keys:
         app.add_middleware(ApiKeyMiddleware, keys=api_keys)
     # Outside authentication (which reads no body) and inside the replica header: a /v1 body over the
@@ -396,10 +414,18 @@ def create_api(
 
     # /readyz is the name Kubernetes probes use; /healthz stays for what already points at it.
     summary = "Readiness: each component's state; 503 until a chat can be served"
-    app.add_api_route("/readyz", readiness, methods=["GET"], summary=summary)
-    app.add_api_route("/healthz", readiness, methods=["GET"], summary=summary + " (as /readyz)")
+    answers: dict[int | str, Any] = {
+        200: {"model": Readiness},
+        503: {"model": Readiness, "description": "not ready: a deployment a chat needs does not answer"},
+    }
+    app.add_api_route("/readyz", readiness, methods=["GET"], summary=summary, responses=answers)
+    app.add_api_route("/healthz", readiness, methods=["GET"], summary=summary + " (as /readyz)", responses=answers)
 
-    @app.get("/livez", summary="Liveness: the ingress process answers (no other component is asked)")
+    @app.get(
+        "/livez",
+        summary="Liveness: the ingress process answers (no other component is asked)",
+        responses={200: {"model": Liveness}},
+    )
     async def livez() -> JSONResponse:
         return JSONResponse({"status": "alive"})
 

@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 from starlette.routing import BaseRoute, Route
 
 from deployments.admission import Admission
+from deployments.api_schemas import RunList, RunSummary
 from deployments.errors import error_bytes
 from harness.contracts import ChatRequest, event_data
 from rag.script import cjk_share
@@ -53,20 +54,6 @@ class DiagnoseResult(BaseModel):
         description="The released answer: content_type (DIAGNOSIS_REPORT, SAFE_FALLBACK, CHAT_ANSWER) and payload",
     )
     failure: dict[str, Any] | None = Field(default=None, description="error_code and message, when the run failed")
-
-
-class RunSummary(BaseModel):
-    run_id: str
-    status: str | None = None
-    release_outcome: str | None = None
-    query: str | None = None
-    total_token_count: int | None = None
-    created_at: str | None = None
-
-
-class RunList(BaseModel):
-    session_id: str
-    runs: list[RunSummary] = Field(description="Newest first")
 
 
 class ToolCallSummary(BaseModel):

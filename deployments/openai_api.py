@@ -26,6 +26,8 @@ from pydantic import BaseModel, ValidationError
 from ray.serve.handle import DeploymentHandle
 
 from deployments.admission import Admission, ClusterTenantCap
+from deployments.api_docs import request_body
+from deployments.api_schemas import ChatCompletion, ModelList
 from deployments.errors import error
 from deployments.http_api import tenant_of
 from deployments.limits import RunLimiter
@@ -84,10 +86,6 @@ class ModelCheck:
         return self.names
 
 
-def body_schema(model: type[BaseModel]) -> dict[str, Any]:
-    return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}}}}
-
-
 def add_openai_routes(
     app: FastAPI,
     llm: DeploymentHandle,
@@ -102,7 +100,11 @@ def add_openai_routes(
     admission = Admission(limiter, cluster_cap)
     check = ModelCheck(llm)
 
-    @app.get("/v1/models", summary="OpenAI-compatible: the served chat model (and the embedding model)")
+    @app.get(
+        "/v1/models",
+        summary="OpenAI-compatible: the served chat model (and the embedding model)",
+        responses={200: {"model": ModelList}},
+    )
     async def models() -> JSONResponse:
         names = await check.served()
         if embedder is not None:
@@ -117,7 +119,14 @@ def add_openai_routes(
     @app.post(
         "/v1/chat/completions",
         summary="OpenAI-compatible chat completions (stream and non-stream, JSON output, tool calls)",
-        openapi_extra=body_schema(ChatCompletionRequest),
+        openapi_extra=request_body(ChatCompletionRequest),
+        responses={
+            200: {"model": ChatCompletion, "content": {"text/event-stream": {}}},
+            400: {"description": "a parameter cannot be honoured (param names it), or the JSON is bad"},
+            404: {"description": "model_not_found"},
+            429: {"description": "too many runs in flight (Retry-After)"},
+            503: {"description": "stopping, or the model is not serving (Retry-After)"},
+        },
     )
     async def chat_completions(http: Request) -> Any:
         req = await read_openai_body(http, ChatCompletionRequest)
@@ -169,7 +178,7 @@ def add_openai_routes(
             await admission.release(ticket)
 
     if embedder is not None:
-        add_embedding_route(app, embedder, read_openai_body, body_schema, stopping, retry_after_s)
+        add_embedding_route(app, embedder, read_openai_body, stopping, retry_after_s)
 
 
 @dataclass

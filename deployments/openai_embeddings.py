@@ -20,6 +20,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ray.serve.handle import DeploymentHandle
 
+from deployments.api_docs import request_body
+from deployments.api_schemas import EmbeddingList
 from deployments.errors import error
 
 MAX_INPUTS = 2048
@@ -59,14 +61,19 @@ def add_embedding_route(
     app: FastAPI,
     embedder: DeploymentHandle,
     read_body: Callable[[Request, type[EmbeddingRequest]], Awaitable[EmbeddingRequest | JSONResponse]],
-    body_schema: Callable[[type[BaseModel]], dict[str, Any]],
     stopping: Callable[[], bool],
     retry_after_s: int,
 ) -> None:
     @app.post(
         "/v1/embeddings",
         summary="OpenAI-compatible embeddings, from the model the knowledge base is indexed with",
-        openapi_extra=body_schema(EmbeddingRequest),
+        openapi_extra=request_body(EmbeddingRequest),
+        responses={
+            200: {"model": EmbeddingList},
+            400: {"description": "token arrays, an empty text, or another dimension"},
+            404: {"description": "model_not_found"},
+            503: {"description": "stopping, or the embedder is not serving"},
+        },
     )
     async def embeddings(http: Request) -> Any:
         req = await read_body(http, EmbeddingRequest)
