@@ -413,6 +413,34 @@ def admission(d: dict[str, Any]) -> str:
     return _table(header, rows) + f"\n\n{d['cycles']} admit + release cycles per cell. " + _stamp(d)
 
 
+FUZZ_ROUTES = {
+    "chat": "`POST /api/chat`",
+    "alerts": "`POST /api/alerts`",
+    "feedback": "`POST /api/diagnosis/{id}/feedback`",
+    "v1_chat": "`POST /v1/chat/completions`",
+    "v1_embeddings": "`POST /v1/embeddings`",
+    "mcp": "`POST /mcp`",
+    "get": "every `GET` route (trace, runs, probes, console, docs, `/v1/models`), `GET` and `HEAD`",
+    "odd": "other methods and odd paths",
+}
+
+
+def fuzz_routes(d: dict[str, Any]) -> str:
+    rows = []
+    for route, label in FUZZ_ROUTES.items():
+        statuses = d["by_route"].get(route, {})
+        n = sum(statuses.values())
+        spread = ", ".join(f"{code}: {count:,}" for code, count in statuses.items())
+        high = sum(count for code, count in statuses.items() if int(code) >= 500)
+        rows.append([label, f"{n:,}", spread, str(high)])
+    return (
+        _table(["route", "requests", "answers by status", "≥ 500"], rows)
+        + f"\n\n{d['requests']:,} requests from seed {d['seed']} in {d['seconds']} s; "
+        + f"{d['responses_5xx']} answered ≥ 500. "
+        + _stamp(d)
+    )
+
+
 FAULTS = {
     "mariadb_down_15s": "MariaDB cut for 15 s mid-load, then restored",
     "search_replica_killed": "search replica killed (Serve restarts it)",
@@ -629,6 +657,7 @@ BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "sse_session_memory": ("sse_session_memory.json", sse_compare),
     "faults": ("faults.json", faults),
     "admission": ("admission.json", admission),
+    "fuzz_routes": ("fuzz_routes.json", fuzz_routes),
     "search_lock": ("search_lock.json", search_lock),
     "rca": ("rca.json", rca),
     "rca_published": ("rca_published.json", rca_published),
@@ -654,6 +683,7 @@ def headline(files: dict[str, dict[str, Any]]) -> str:
     rca, retr, routing_ = files["rca.json"], files["retrieval.json"], files["routing.json"]
     rs, tools = rca["summary"], rca["tools_only"]
     lat, sse, llm_, aud = files["rag_latency.json"], files["sse_load.json"], files["llm.json"], files["audit.json"]
+    fuzz = files["fuzz_routes.json"]
     sse32 = sse["profiles"]["scripted"]["32"]
     x = retr["crosslingual"]["report"]
     x_target = max(x["dense"]["ndcg@10"], x["bm25"]["ndcg@10"]) + 0.02
@@ -716,6 +746,12 @@ def headline(files: dict[str, dict[str, Any]]) -> str:
             llm_["commit"],
         ],
         [
+            "[Bad input](docs/operations.md#limits-and-errors): fuzzed requests over every route",
+            f"{fuzz['responses_5xx']} of {fuzz['requests']:,} answered ≥ 500",
+            "0 — " + _met(fuzz["responses_5xx"] == 0 and fuzz["requests"] >= 10_000),
+            fuzz["commit"],
+        ],
+        [
             "[Audit trail](docs/operations.md): events/s sustained into MariaDB",
             _int(aud["events_per_s"]),
             "≥ 2,000 — " + _met(aud["events_per_s"] >= 2000),
@@ -740,6 +776,7 @@ SUMMARIES: dict[str, tuple[tuple[str, ...], Callable[[dict[str, dict[str, Any]]]
             "sse_load.json",
             "llm.json",
             "audit.json",
+            "fuzz_routes.json",
         ),
         headline,
     ),
