@@ -73,11 +73,12 @@ class TwoLanguages(OneRunbook):
 
 @pytest.fixture
 async def service(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, Any]]:
-    heartbeat_s = getattr(request, "param", 15.0)
+    heartbeat_s, pace_s = getattr(request, "param", (15.0, PacedPipeline.delay_s))
+    paced = type("Paced", (PacedPipeline,), {"delay_s": pace_s})
     sink = ListSink()
     limiter = RunLimiter(8, 1)  # one run in flight per tenant
     pipeline = build_pipeline(
-        sink, HarnessSettings(), bundled_telemetry(REPO), RulesModel(), OneRunbook(True), pipeline_cls=PacedPipeline
+        sink, HarnessSettings(), bundled_telemetry(REPO), RulesModel(), OneRunbook(True), pipeline_cls=paced
     )
 
     async def flush() -> bool:
@@ -188,7 +189,7 @@ async def test_list_runs_then_the_latest_trace_without_a_run_id(service: dict[st
     assert bad.is_error  # the id's pattern is checked before any lookup
 
 
-@pytest.mark.parametrize("service", [0.05], indirect=True)
+@pytest.mark.parametrize("service", [(0.05, PacedPipeline.delay_s)], indirect=True)
 async def test_a_heartbeat_between_stages_keeps_progress_rising(service: dict[str, Any]) -> None:
     progress: list[tuple[float, str | None]] = []
 
@@ -227,3 +228,25 @@ async def test_only_post_is_served(service: dict[str, Any]) -> None:
         got = await http.get(service["url"], headers={"Accept": "text/event-stream"})
         deleted = await http.delete(service["url"])
     assert got.status_code == deleted.status_code == 405 and got.headers["allow"] == "POST"
+
+
+@pytest.mark.parametrize("service", [(15.0, 6.0)], indirect=True)
+async def test_a_diagnosis_longer_than_a_minute_keeps_the_client_informed(service: dict[str, Any]) -> None:
+    """A run paced to outlast 60 s (a 0.5B on CPU takes that long): the call returns the report, and no
+    60 s passes without a notification — what a client resetting its timeout on progress needs (the
+    TypeScript SDK's resetTimeoutOnProgress; the Python SDK's default waits without a limit)."""
+    seen: list[float] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append(asyncio.get_running_loop().time())
+
+    async with connected(service["url"]) as session:
+        start = asyncio.get_running_loop().time()
+        result = await session.call_tool(
+            "diagnose", {"question": "HikariCP connection pool exhausted"}, progress_callback=on_progress
+        )
+        took = asyncio.get_running_loop().time() - start
+    assert not result.is_error and result.structured_content["outcome"] == "SUCCESS"
+    assert took > 60
+    gaps = [b - a for a, b in zip([start, *seen], [*seen, start + took], strict=True)]
+    assert max(gaps) < 20, gaps  # a stage's notification or a heartbeat at least every 15 s
