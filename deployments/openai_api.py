@@ -116,6 +116,15 @@ def add_openai_routes(
             }
         )
 
+    async def read_request(http: Request, model: type[BodyT]) -> BodyT | JSONResponse:
+        """The request as ``model``, or the refusal to send: a 400 naming what is wrong, 503 while stopping."""
+        req = await read_openai_body(http, model)
+        if stopping() and not isinstance(req, JSONResponse):
+            return error(
+                503, "SERVICE_STOPPING", "the service is stopping", headers={"Retry-After": str(retry_after_s)}
+            )
+        return req
+
     @app.post(
         "/v1/chat/completions",
         summary="OpenAI-compatible chat completions (stream and non-stream, JSON output, tool calls)",
@@ -129,13 +138,9 @@ def add_openai_routes(
         },
     )
     async def chat_completions(http: Request) -> Any:
-        req = await read_openai_body(http, ChatCompletionRequest)
+        req = await read_request(http, ChatCompletionRequest)
         if isinstance(req, JSONResponse):
             return req
-        if stopping():
-            return error(
-                503, "SERVICE_STOPPING", "the service is stopping", headers={"Retry-After": str(retry_after_s)}
-            )
         try:
             names = await check.served()
         except Exception:
@@ -178,7 +183,7 @@ def add_openai_routes(
             await admission.release(ticket)
 
     if embedder is not None:
-        add_embedding_route(app, embedder, read_openai_body, stopping, retry_after_s)
+        add_embedding_route(app, embedder, read_request)
 
 
 @dataclass

@@ -60,10 +60,11 @@ def _vector(row: np.ndarray, encoding: str) -> list[float] | str:
 def add_embedding_route(
     app: FastAPI,
     embedder: DeploymentHandle,
-    read_body: Callable[[Request, type[EmbeddingRequest]], Awaitable[EmbeddingRequest | JSONResponse]],
-    stopping: Callable[[], bool],
-    retry_after_s: int,
+    read_request: Callable[[Request, type[EmbeddingRequest]], Awaitable[EmbeddingRequest | JSONResponse]],
 ) -> None:
+    """``read_request``: the /v1 routes' reader (deployments/openai_api.py): the body as the model, or the
+    refusal to send (400 naming what is wrong, 503 while stopping)."""
+
     @app.post(
         "/v1/embeddings",
         summary="OpenAI-compatible embeddings, from the model the knowledge base is indexed with",
@@ -76,13 +77,9 @@ def add_embedding_route(
         },
     )
     async def embeddings(http: Request) -> Any:
-        req = await read_body(http, EmbeddingRequest)
+        req = await read_request(http, EmbeddingRequest)
         if isinstance(req, JSONResponse):
             return req
-        if stopping():
-            return error(
-                503, "SERVICE_STOPPING", "the service is stopping", headers={"Retry-After": str(retry_after_s)}
-            )
         try:
             info = await embedder.info.remote()
         except Exception:

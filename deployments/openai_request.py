@@ -55,24 +55,21 @@ class _Message(BaseModel):
     name: str | None = Field(default=None, max_length=64, description="Accepted; not shown to the model")
 
 
-class SystemMessage(_Message):
+class _TextMessage(_Message):
+    content: str | list[TextPart]
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _parts(cls, v: Any) -> Any:
+        return _text_parts(v) if isinstance(v, list) else v
+
+
+class SystemMessage(_TextMessage):
     role: Literal["system", "developer"]
-    content: str | list[TextPart]
-
-    @field_validator("content", mode="before")
-    @classmethod
-    def _parts(cls, v: Any) -> Any:
-        return _text_parts(v) if isinstance(v, list) else v
 
 
-class UserMessage(_Message):
+class UserMessage(_TextMessage):
     role: Literal["user"]
-    content: str | list[TextPart]
-
-    @field_validator("content", mode="before")
-    @classmethod
-    def _parts(cls, v: Any) -> Any:
-        return _text_parts(v) if isinstance(v, list) else v
 
 
 class FunctionCall(BaseModel):
@@ -104,9 +101,8 @@ class AssistantMessage(_Message):
         return self
 
 
-class ToolMessage(_Message):
+class ToolMessage(_TextMessage):
     role: Literal["tool"]
-    content: str | list[TextPart]
     tool_call_id: str = Field(min_length=1, max_length=128)
 
 
