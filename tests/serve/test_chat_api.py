@@ -131,5 +131,6 @@ async def test_bad_ids_in_trace_paths_are_rejected(client: httpx.AsyncClient) ->
 async def test_openapi_describes_the_api(client: httpx.AsyncClient) -> None:
     spec = (await client.get("/openapi.json")).json()
     assert "/api/chat" in spec["paths"] and "/api/diagnosis/{sessionId}/trace" in spec["paths"]
-    body = spec["paths"]["/api/chat"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    ref = spec["paths"]["/api/chat"]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    body = spec["components"]["schemas"][ref.rsplit("/", 1)[1]]  # the component it names, through the proxy
     assert set(body["required"]) == {"Id", "Question"}
