@@ -43,7 +43,7 @@ async def test_bge_m3_deployment_batches_dense_and_sparse(
     handle = serve.run(embedder_app(settings), name="bge", route_prefix=None)
     try:
         info = await handle.info.remote()
-        assert info == {"dim": 32, "sparse": True, "backend": backend}
+        assert info == {"dim": 32, "sparse": True, "backend": backend, "model": "bge-m3"}
         python = await handle.interpreter.remote()
         assert python["executable"] == executable and python["transformers"].startswith(major)
         texts = [f"database connection pool timeout {i}" for i in range(64)]
