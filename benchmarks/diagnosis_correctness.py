@@ -177,6 +177,8 @@ def figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "fallback_rate": rate(sum(r.get("content_type") == "SAFE_FALLBACK" for r in rows), len(rows)),
         "report_rate": rate(sum(r.get("content_type") == "DIAGNOSIS_REPORT" for r in rows), len(rows)),
         "no_answer": sum(r.get("content_type") not in ("DIAGNOSIS_REPORT", "SAFE_FALLBACK") for r in rows),
+        # Runs the model did not finish in time: answered with what the tools measured (a degraded answer).
+        "model_timeouts": sum((r.get("payload") or {}).get("fallback_type") == "MODEL_TIMEOUT" for r in rows),
     }
 
 

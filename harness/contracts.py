@@ -323,8 +323,9 @@ class DiagnosisReportPayload(_Strict):
 
 
 # TOOL_ERROR: no evidence tool answered (a search error, Prometheus down): not a finding about the
-# incident, so it is not reported as missing evidence.
-FallbackType = Literal["INSUFFICIENT_EVIDENCE", "LOW_CONFIDENCE", "GUARD_FAILED", "TOOL_ERROR"]
+# incident, so it is not reported as missing evidence. MODEL_TIMEOUT: the model did not finish within the
+# run's budget; what the tools had established is released instead of no answer.
+FallbackType = Literal["INSUFFICIENT_EVIDENCE", "LOW_CONFIDENCE", "GUARD_FAILED", "TOOL_ERROR", "MODEL_TIMEOUT"]
 
 
 class SafeFallbackPayload(_Strict):

@@ -62,6 +62,14 @@ DEFAULT_DOMAINS = "database, jvm, kubernetes, network, disk, cache, message-queu
 
 __all__ = ["DiagnosisPipeline", "StageError"]
 
+# A model call or the run past its time: the run answers with what the tools established (a
+# MODEL_TIMEOUT fallback), never FAILED for slowness.
+SLOW = {"MODEL_TIMEOUT", "RUN_TIMEOUT"}
+OUT_OF_TIME = {
+    "en": "The model did not answer within the run's time budget; the trace has the call that ran out.",
+    "zh": "模型未在本次运行的时限内作答；超时的调用见本次运行的追踪记录。",
+}
+
 
 def new_run_id() -> str:
     return str(uuid.uuid4())
@@ -122,6 +130,7 @@ class DiagnosisPipeline:
             incident_start=iso(scope.incident_start) if scope.incident_start is not None else None,
             origin=scope.origin,
         )
+        ctx: RunContext | None = None
         try:
             yield MetadataEvent(session_id=request.Id, run_id=run_id)
             if self.model is None:
@@ -143,7 +152,15 @@ class DiagnosisPipeline:
             async for event in self._diagnose(ctx, session_key(tenant_id, request.Id)):
                 yield event
         except (GeneratorExit, BaseException) as err:
-            if isinstance(err, StageError):
+            if isinstance(err, StageError) and err.code in SLOW and ctx is not None:
+                # Slowness is not a failure: what the tools established is released, labelled as such.
+                log.warning("run %s ran out of time (%s): releasing what the tools measured", run_id, err.code)
+                rec.timeline("RELEASE", "RUN_OUT_OF_TIME", None, error_code=err.code, message=err.message)
+                gaps = [OUT_OF_TIME[ctx.lang]]
+                release = fallback("MODEL_TIMEOUT", ctx.lang, [], None, gaps, [], ctx.boundary.ledger, None, ctx.scope)
+                async for event in self._release(ctx, release, {}, session_key(tenant_id, request.Id)):
+                    yield event
+            elif isinstance(err, StageError):
                 log.warning("run %s failed in a stage: %s", run_id, err.code)
                 rec.finish("FAILED", release_outcome="FAILED", error_code=err.code, error_message=err.message)
                 yield FailureEvent(error_code=err.code, message=err.message)
@@ -259,6 +276,13 @@ class DiagnosisPipeline:
             )
             break
         assert release is not None
+        async for event in self._release(ctx, release, evaluation, session):
+            yield event
+
+    async def _release(
+        self, ctx: RunContext, release: Release, evaluation: dict[str, Any], session: SessionKey
+    ) -> AsyncGenerator[SseEvent, None]:
+        rec = ctx.recorder
         rec.timeline(
             "RELEASE",
             "RELEASE_DECISION",

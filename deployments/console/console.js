@@ -167,7 +167,8 @@ function renderReport(payload) {
 function renderFallback(payload) {
   const label = { INSUFFICIENT_EVIDENCE: "Safe fallback — not enough evidence",
     LOW_CONFIDENCE: "Safe fallback — low confidence", GUARD_FAILED: "Safe fallback — the draft failed its checks",
-    TOOL_ERROR: "Safe fallback — the evidence tools failed" };
+    TOOL_ERROR: "Safe fallback — the evidence tools failed",
+    MODEL_TIMEOUT: "Safe fallback — the model ran out of time; what the tools measured" };
   return el("div", { class: "report fallback" },
     el("div", { class: "banner fallback", text: (label[payload.fallback_type] || "Safe fallback") + " (" + payload.fallback_type + ")" }),
     (payload.measured || []).length ? [el("h4", { text: "Measured by the tools (their output, not analysed)" }),

@@ -86,6 +86,19 @@ TEMPLATES = {
         "Tools that failed:",
         "Suggested next steps:",
     ),
+    ("MODEL_TIMEOUT", "zh"): (
+        "模型未能在时限内写完回答；以下是工具已测得的信息和运维手册建议的检查，均未经模型分析。",
+        "已确认信息：",
+        "缺口：",
+        "建议下一步：",
+    ),
+    ("MODEL_TIMEOUT", "en"): (
+        "The model did not finish its answer in time; below is what the tools measured and what the "
+        "runbooks say to check, none of it analysed by the model.",
+        "Confirmed:",
+        "Gaps:",
+        "Suggested next steps:",
+    ),
 }
 NONE = {"zh": "（无）", "en": "(none)"}
 MEASURED_LINES = 3
@@ -448,7 +461,7 @@ def fallback(
         kind, gaps = "TOOL_ERROR", [*failures, *gaps]
     all_gaps = [g for g in dict.fromkeys(gaps) if g and not quotes_instructions(g)]
     steps = [s for s in steps if not quotes_instructions(s)]
-    template = kind if kind in ("LOW_CONFIDENCE", "TOOL_ERROR") else "INSUFFICIENT_EVIDENCE"
+    template = kind if kind in ("LOW_CONFIDENCE", "TOOL_ERROR", "MODEL_TIMEOUT") else "INSUFFICIENT_EVIDENCE"
     head, c_title, g_title, s_title = TEMPLATES[(template, lang)]
 
     def block(title: str, items: list[str]) -> str:

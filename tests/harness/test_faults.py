@@ -5,7 +5,7 @@ exception inside a stage, and a client that goes away (ABORTED)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -33,11 +33,26 @@ class FailingModel(RulesModel):
         if request.stage == self.stage:
             if self.how == "error":
                 raise ModelError("UNAVAILABLE", "the engine went away")
-            if self.how == "timeout":
-                await asyncio.sleep(5)  # past the stage timeout set below
+            if self.how == "timeout":  # as the LLM deployment answers a generation past request.timeout_s
+                await asyncio.sleep(request.timeout_s)
+                raise ModelError("TIMEOUT", f"generation took longer than {request.timeout_s:.0f}s")
             if self.how == "crash":
                 raise RuntimeError("a bug inside the stage")
         return await super().complete(request)
+
+
+class Causes(OneRunbook):
+    """The one runbook block, from its causes section."""
+
+    async def lookup(self, query: str, tool_call_id: str, domain: str | None = None) -> LookupOutcome:
+        outcome = await super().lookup(query, tool_call_id, domain)
+        block = outcome.agent_view["evidence"][0]
+        block.update(
+            heading="Causes",
+            text="HikariCP pool exhaustion > Causes\nCommon causes: a slow query holding its connections, "
+            "or leaked connections.",
+        )
+        return outcome
 
 
 class SlowLookup(OneRunbook):
@@ -74,7 +89,11 @@ def pipeline(model: Any, lookup: Any, sink: Any = None) -> DiagnosisPipeline:
 
 
 async def drain(p: DiagnosisPipeline) -> list[SseEvent]:
-    return [e async for e in p.run(ChatRequest(Id="f1", Question="HikariCP pool exhausted?"), None)]
+    return await _all(p.run(ChatRequest(Id="f1", Question="HikariCP pool exhausted?"), None))
+
+
+async def _all(events: AsyncIterator[SseEvent]) -> list[SseEvent]:
+    return [e async for e in events]
 
 
 FAULTS: dict[str, Callable[[], tuple[Any, Any]]] = {
@@ -140,3 +159,33 @@ async def test_a_client_that_goes_away_is_recorded_aborted_and_its_tool_call_can
     assert cancelled.is_set(), "the in-flight tool call was not cancelled"
     finished = [r for r in sink.records if r.kind == "run_finished"]
     assert len(finished) == 1 and finished[0].data["status"] == "ABORTED"
+
+
+async def test_a_model_past_its_time_releases_what_the_tools_measured() -> None:
+    """The answer call times out after the tools ran: the run answers, as a MODEL_TIMEOUT fallback
+    with the tools' lines about the asked service and the runbook's guidance, never FAILED."""
+    sink = ListSink()
+    cfg = parse_config(
+        {"harness": {"stage_timeout_s": 0.5}, "telemetry": {"clock": "2026-11-30T10:15:00Z"}}, "test", env={}
+    )  # the bundled demo incident's clock: its telemetry is in the window
+    slow = build_pipeline(
+        sink, cfg.harness, cfg.telemetry, model=FailingModel("executor", "timeout"), lookup=Causes(True)
+    )
+    question = ChatRequest(Id="f2", Question="payment-service: HikariCP pool exhausted, what is the cause?")
+    run = slow.run(question, None)
+    events = await asyncio.wait_for(_all(run), 30)
+    names = [e.event for e in events]
+    assert "failure" not in names and names[-2:] == ["content", "done"]
+    content = events[-2]
+    assert content.content_type == "SAFE_FALLBACK"  # type: ignore[union-attr]
+    payload = content.payload  # type: ignore[union-attr]
+    assert payload.fallback_type == "MODEL_TIMEOUT" and events[-1].outcome == "FALLBACK"  # type: ignore[union-attr]
+    assert payload.text.startswith("The model did not finish its answer in time")
+    assert [g for g in payload.gaps if g.startswith("The model did not answer within the run's time budget")]
+    # What the tools had established: the demo's payment-service lines, and the runbook's guidance.
+    assert payload.measured and all("payment-service" in line for line in payload.measured), payload.measured
+    assert payload.next_steps == [
+        "Common causes: a slow query holding its connections, or leaked connections. (hikaricp)"
+    ]
+    finished = [r.data for r in sink.records if r.kind == "run_finished"]
+    assert [(f["status"], f["release_outcome"]) for f in finished] == [("FALLBACK", "FALLBACK")]
