@@ -1,10 +1,12 @@
 """LLM throughput: output tokens/s through the Ray Serve deployment (1, 8, 32 concurrent requests)
 and, in the same run, on the bare vLLM engine (8 concurrent), with the same prompts and limits.
 
-    python benchmarks/llm_throughput.py [--model smollm2-135m-instruct] [--device cpu|cuda] [--max-tokens 128]
+    python benchmarks/llm_throughput.py [--model qwen2.5-coder-0.5b-instruct] [--device cpu|cuda] [--max-tokens 128]
 
-``--model`` is a name `raydiag models pull` knows or a model directory. On a GPU machine pass
-``--device cuda`` (vLLM with CUDA must be installed there).
+``--model`` is a name `raydiag models pull` knows or a model directory; the default is the model the
+default config serves (what users get). Each run replaces its model's entry in llm.json and keeps the
+others' (SmolLM2-135M, the test model, is the second row). On a GPU machine pass ``--device cuda``
+(vLLM with CUDA must be installed there).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from deployments.config import LLMSettings  # noqa: E402
 from deployments.provenance import stamp  # noqa: E402
 from harness.model import Message, ModelRequest  # noqa: E402
 
+BENCH_TIMEOUT_S = 900.0
 TOPICS = ["a database outage", "a full disk", "a slow API", "a memory leak", "a network partition", "a cache stampede"]
 
 
@@ -36,6 +39,8 @@ def request(i: int, max_tokens: int) -> ModelRequest:
         stage="bench",
         max_tokens=max_tokens,
         temperature=0.0,
+        # 32 requests at once on two cores: a 0.5B's last one finishes after minutes, not a timeout.
+        timeout_s=BENCH_TIMEOUT_S,
     )
 
 
@@ -110,7 +115,7 @@ async def bare_engine(settings: LLMSettings, model_dir: str, max_tokens: int) ->
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default="smollm2-135m-instruct")
+    parser.add_argument("--model", default=default_model())
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--model-root", default=str(ROOT / "var" / "models"))
@@ -128,6 +133,7 @@ def main() -> None:
         kv_cache_gib=2,
         num_cpus=1,
         num_gpus=1 if args.device == "cuda" else 0,
+        request_timeout_s=BENCH_TIMEOUT_S,
     )
     result: dict[str, Any] = {"model": args.model, "device": args.device, "max_tokens": args.max_tokens}
     result.update(asyncio.run(through_deployment(settings, model_dir, args.max_tokens)))
@@ -135,9 +141,18 @@ def main() -> None:
     result["concurrency8_over_single"] = round(result["concurrent8_tok_per_s"] / result["single_tok_per_s"], 2)
     result["deployment_over_bare"] = round(result["concurrent8_tok_per_s"] / result["bare_concurrent8_tok_per_s"], 3)
     result.update(stamp())
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    out = Path(args.out)
+    data = json.loads(out.read_text()) if out.exists() else {}
+    data = {"default_model": default_model(), "models": {**data.get("models", {}), args.model: result}}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=2) + "\n")
     print(json.dumps(result, indent=2))
+
+
+def default_model() -> str:
+    from deployments.config import load_config
+
+    return load_config(env={}).llm.model.rsplit("/", 1)[-1]
 
 
 if __name__ == "__main__":

@@ -145,7 +145,7 @@ def test_every_results_file_is_rendered_and_stamped() -> None:
     assert {file for files, _ in SUMMARIES.values() for file in files} <= rendered
     for file in rendered:
         data = json.loads((RESULTS / file).read_text(encoding="utf-8"))
-        if file == "diagnosis_quality.json":
+        if file in ("diagnosis_quality.json", "llm.json"):
             entries = list(data["models"].values())
         elif file == "diagnosis_correctness.json":
             entries = list(data["runs"].values())
