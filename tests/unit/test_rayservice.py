@@ -1,7 +1,8 @@
 """deployments/k8s/rayservice.yaml is a KubeRay RayService whose Serve config Serve itself accepts and
 whose application is configs/serve.cluster.yaml as the image holds it: it builds, its GPU replicas fit
-the worker group, the probes point at routes the app serves, and every variable it sets is one raydiag
-reads. Nothing is started; no Kubernetes API is asked (there is none here)."""
+the worker group, the workers' readiness probe is a route the app serves (the head has none: KubeRay
+submits the application only once the head is ready), and every variable it sets is one raydiag reads.
+Nothing is started; no Kubernetes API is asked (there is none here)."""
 
 from __future__ import annotations
 
@@ -71,14 +72,17 @@ def test_the_gpu_replicas_fit_the_worker_group() -> None:
     assert group["minReplicas"] <= group["replicas"] <= group["maxReplicas"]
 
 
-def test_probes_point_at_routes_the_app_serves_on_the_serve_port() -> None:
-    head = _containers(_service()["spec"]["rayClusterConfig"]["headGroupSpec"])[0]
+def test_the_workers_readiness_is_a_route_the_app_serves_and_the_head_has_none() -> None:
+    """KubeRay submits the Serve application once the head pod is ready: a head gated on /readyz (which
+    needs the application) would never become ready. The workers' proxies take traffic once it is."""
+    cluster = _service()["spec"]["rayClusterConfig"]
+    head = _containers(cluster["headGroupSpec"])[0]
+    assert not {"readinessProbe", "livenessProbe", "startupProbe"} & set(head)
+    (worker,) = [_containers(g)[0] for g in cluster["workerGroupSpecs"]]
     port = _serve_config()["http_options"]["port"]
-    assert {"containerPort": port, "name": "serve"} in head["ports"]
-    probes = {head[p]["httpGet"]["path"] for p in ("readinessProbe", "livenessProbe")}
-    assert probes == {"/readyz", "/livez"} and all(
-        head[p]["httpGet"]["port"] == port for p in ("readinessProbe", "livenessProbe")
-    )
+    assert {"containerPort": port, "name": "serve"} in worker["ports"]
+    probe = worker["readinessProbe"]["httpGet"]
+    assert probe == {"path": "/readyz", "port": port}
     from deployments.http_api import create_api
 
     async def run_chat(*_: Any) -> Any:  # pragma: no cover - not called
@@ -88,8 +92,7 @@ def test_probes_point_at_routes_the_app_serves_on_the_serve_port() -> None:
         return True
 
     app = create_api(run_chat, None, lambda r: None, flush, 65536)  # type: ignore[arg-type]
-    paths = {getattr(r, "path", None) for r in app.routes}
-    assert probes <= paths
+    assert {"/readyz", "/livez"} <= {getattr(r, "path", None) for r in app.routes}
 
 
 def test_the_environment_is_what_raydiag_reads_and_models_are_mounted() -> None:
