@@ -23,6 +23,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from audit.records import AuditRecord
 from deployments.admission import Admission, ClusterTenantCap
@@ -216,6 +217,9 @@ def create_api(
 
     @app.exception_handler(Exception)
     async def _unexpected(_req: Request, exc: Exception) -> JSONResponse:
+        if isinstance(exc, ClientDisconnect):  # the client left mid-response: not a crash of ours
+            log.info("client disconnected before the response was sent")
+            return error(499, "CLIENT_DISCONNECTED", "the client went away")
         log.exception("unhandled error")
         return error(500, "INTERNAL", "internal error")
 

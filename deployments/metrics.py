@@ -32,6 +32,7 @@ from typing import Any
 
 import httpx
 from fastapi.responses import PlainTextResponse
+from starlette.requests import ClientDisconnect
 
 from audit.records import AuditRecord
 
@@ -199,6 +200,8 @@ class MetricsSink:
                 self.m.stage_seconds.observe(seconds, tags={"stage": stage})
         while len(self._timelines) > 1000:  # runs that never finished
             self._timelines.popitem(last=False)
+        while len(self._flows) > 1000:
+            self._flows.pop(next(iter(self._flows)))
 
 
 # Path prefix -> the route label: a handful of values, whatever paths clients send.
@@ -237,7 +240,7 @@ class RequestMetrics:
         root = str(scope.get("root_path", "")).rstrip("/")
         path = str(scope.get("path", ""))
         route = route_label(path[len(root) :] if root and path.startswith(root) else path)
-        status = 500  # what the client gets if the app raises before answering
+        status: int | None = None
         start = time.perf_counter()
 
         async def observed(message: Any) -> None:
@@ -248,9 +251,13 @@ class RequestMetrics:
 
         try:
             await self.app(scope, receive, observed)
+        except BaseException as err:
+            if status is None:  # nothing answered: the client left (nginx's 499), or the app raised (500)
+                status = 499 if isinstance(err, asyncio.CancelledError | OSError | ClientDisconnect) else 500
+            raise
         finally:
             try:
-                self.m.http_requests.inc(1, tags={"route": route, "status": str(status)})
+                self.m.http_requests.inc(1, tags={"route": route, "status": str(status or 500)})
                 self.m.http_seconds.observe(time.perf_counter() - start, tags={"route": route})
             except Exception as err:  # an observer: never a cost to the response
                 log.warning("request not counted: %s", type(err).__name__)

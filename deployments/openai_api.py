@@ -13,10 +13,11 @@ through /v1 is counted and traceable like /api/chat.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -106,9 +107,12 @@ def add_openai_routes(
         responses={200: {"model": ModelList}},
     )
     async def models() -> JSONResponse:
-        names = await check.served()
-        if embedder is not None:
-            names = [*names, str((await embedder.info.remote())["model"])]
+        try:
+            names = await check.served()
+            if embedder is not None:
+                names = [*names, str((await embedder.info.remote())["model"])]
+        except Exception:  # a replica still loading, or gone
+            return error(503, "UNAVAILABLE", "the models are not serving yet", headers={"Retry-After": "5"})
         return JSONResponse(
             {
                 "object": "list",
@@ -147,13 +151,18 @@ def add_openai_routes(
             return error(503, "UNAVAILABLE", "the model is not serving yet", headers={"Retry-After": "5"})
         if req.model is not None and req.model not in names:
             return error(404, "model_not_found", f"the model {req.model!r} does not exist here", param="model")
+        try:  # what the engine is asked, made before a slot is taken: a request that cannot be is a 400
+            prompt, schema = flatten_messages(req.model_request()), _schema(req)
+            json.dumps([prompt, schema])
+        except (RecursionError, ValueError, TypeError):
+            return error(400, "INVALID_REQUEST", TOO_DEEP_TO_RENDER, param="messages")
         tenant = tenant_of(http)
         ticket, reason = await admission.admit(tenant)
         if ticket is None:
             return error(429, "TOO_MANY_RUNS", reason, headers={"Retry-After": str(retry_after_s)})
         admission.start(ticket)
         cid = f"chatcmpl-{uuid.uuid4().hex}"
-        call = _Call(req, cid, int(time.time()), names[0], _recorder(sink, req, cid, tenant))
+        call = _Call(req, cid, int(time.time()), names[0], _recorder(sink, req, cid, tenant), prompt, schema)
         items = _generate(llm, call)
         try:
             first = await anext(items)
@@ -166,16 +175,21 @@ def add_openai_routes(
             await admission.release(ticket)
             return _refused(call, first["error"])
         if req.stream:
+            body = _stream(call, first, items)
+            released = False
 
-            async def streamed() -> AsyncIterator[bytes]:
-                try:
-                    async for part in _stream(call, first, items):
-                        yield part
-                finally:
-                    await items.aclose()
-                    await admission.release(ticket)
+            async def cleanup() -> None:
+                nonlocal released
+                if released:
+                    return
+                released = True
+                await body.aclose()  # its own finally finishes the audited run, if it started
+                await items.aclose()  # cancels the engine's request if it is still generating
+                await admission.release(ticket)
+                if not call.rec.finished:  # the response never started: the body never ran
+                    _finish(call, "CLIENT_DISCONNECTED")
 
-            return StreamingResponse(streamed(), media_type="text/event-stream")
+            return CleanedUpStream(body, cleanup, media_type="text/event-stream")
         try:
             return await _complete(call, first, items)
         finally:
@@ -184,6 +198,32 @@ def add_openai_routes(
 
     if embedder is not None:
         add_embedding_route(app, embedder, read_request)
+
+
+TOO_DEEP_TO_RENDER = "the messages or tools cannot be rendered for the model (nested too deeply?)"
+
+
+class CleanedUpStream(StreamingResponse):
+    """A stream whose cleanup (the admission slot, the engine request, the audited run) runs once when
+    the response ends, however it ends: finished, the client gone mid-stream, or never started because
+    sending the headers failed (then the body generator, never iterated, would run no ``finally``)."""
+
+    def __init__(self, content: AsyncIterator[bytes], cleanup: Callable[[], Awaitable[None]], **kw: Any) -> None:
+        super().__init__(content, **kw)
+        self._cleanup = cleanup
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await asyncio.shield(self._cleanup())
+
+
+def _schema(req: ChatCompletionRequest) -> dict[str, Any] | None:
+    request = req.model_request()
+    if req.must_call():
+        return tool_call_schema(request.tools)
+    return guided_schema(request)
 
 
 @dataclass
@@ -195,15 +235,11 @@ class _Call:
     created: int
     name: str
     rec: RunRecorder
+    prompt: list[dict[str, str]]
+    schema: dict[str, Any] | None
     usage: Usage | None = None
     finish_reason: str = "stop"
     text: list[str] = field(default_factory=list)
-
-    def schema(self) -> dict[str, Any] | None:
-        request = self.req.model_request()
-        if self.req.must_call():
-            return tool_call_schema(request.tools)
-        return guided_schema(request)
 
     def chunk(self, delta: dict[str, Any] | None, finish: str | None = None) -> bytes:
         choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
@@ -236,9 +272,8 @@ async def _generate(llm: DeploymentHandle, call: _Call) -> AsyncGenerator[dict[s
     """The engine's items for this call: text deltas, then one with the finish reason and usage (or an
     error). Closing this generator cancels the request, which aborts the generation in the engine."""
     req = call.req
-    messages = flatten_messages(req.model_request())
     gen: Any = llm.options(stream=True).stream_chat.remote(
-        messages, req.max_new_tokens(), req.sampling(), call.schema()
+        call.prompt, req.max_new_tokens(), req.sampling(), call.schema
     )
     try:
         async for item in gen:
@@ -296,7 +331,9 @@ async def _complete(call: _Call, first: dict[str, Any], items: AsyncIterator[dic
     return JSONResponse(body)
 
 
-async def _stream(call: _Call, first: dict[str, Any], items: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes]:
+async def _stream(
+    call: _Call, first: dict[str, Any], items: AsyncIterator[dict[str, Any]]
+) -> AsyncGenerator[bytes, None]:
     """Deltas as they come. With tools offered, the reply is held until it is whole: only then is it
     known to be a tool call (sent as one ``tool_calls`` delta) or text."""
     hold = bool(call.req.offered_tools())

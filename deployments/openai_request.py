@@ -253,8 +253,8 @@ class ChatCompletionRequest(BaseModel):
 def _arguments(raw: str) -> dict[str, Any]:
     try:
         value = json.loads(raw)
-    except ValueError:
-        return {"_raw": raw}  # shown to the model as it was sent
+    except (ValueError, RecursionError):  # not JSON, or nested past the stack: shown as it was sent
+        return {"_raw": raw}
     return value if isinstance(value, dict) else {"_value": value}
 
 

@@ -92,7 +92,7 @@ def parse_reply(text: str, response: ModelResponse, request: ModelRequest) -> Mo
         return response
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # text, or JSON nested past the stack: an answer, not a call
         return response
     if not isinstance(data, dict) or not isinstance(data.get("tool_calls"), list):
         return response

@@ -131,6 +131,7 @@ class DiagnosisPipeline:
             origin=scope.origin,
         )
         ctx: RunContext | None = None
+        out_of_time: StageError | None = None
         try:
             yield MetadataEvent(session_id=request.Id, run_id=run_id)
             if self.model is None:
@@ -153,13 +154,7 @@ class DiagnosisPipeline:
                 yield event
         except (GeneratorExit, BaseException) as err:
             if isinstance(err, StageError) and err.code in SLOW and ctx is not None:
-                # Slowness is not a failure: what the tools established is released, labelled as such.
-                log.warning("run %s ran out of time (%s): releasing what the tools measured", run_id, err.code)
-                rec.timeline("RELEASE", "RUN_OUT_OF_TIME", None, error_code=err.code, message=err.message)
-                gaps = [OUT_OF_TIME[ctx.lang]]
-                release = fallback("MODEL_TIMEOUT", ctx.lang, [], None, gaps, [], ctx.boundary.ledger, None, ctx.scope)
-                async for event in self._release(ctx, release, {}, session_key(tenant_id, request.Id)):
-                    yield event
+                out_of_time = err  # released below, outside this handler
             elif isinstance(err, StageError):
                 log.warning("run %s failed in a stage: %s", run_id, err.code)
                 rec.finish("FAILED", release_outcome="FAILED", error_code=err.code, error_message=err.message)
@@ -173,6 +168,9 @@ class DiagnosisPipeline:
             else:  # cancelled, or the client went away and the stream was closed
                 rec.finish("ABORTED", error_code="CLIENT_DISCONNECTED", error_message="the client went away")
                 raise
+        if out_of_time is not None and ctx is not None:
+            async for event in self._out_of_time(ctx, out_of_time, session_key(tenant_id, request.Id)):
+                yield event
 
     async def _without_model(self, rec: RunRecorder) -> AsyncGenerator[SseEvent, None]:
         yield StatusEvent(code="ROUTING", detail="routing the question")
@@ -278,6 +276,31 @@ class DiagnosisPipeline:
         assert release is not None
         async for event in self._release(ctx, release, evaluation, session):
             yield event
+
+    async def _out_of_time(
+        self, ctx: RunContext, err: StageError, session: SessionKey
+    ) -> AsyncGenerator[SseEvent, None]:
+        """Slowness is not a failure: what the tools established is released, labelled as such."""
+        rec = ctx.recorder
+        log.warning("run %s ran out of time (%s): releasing what the tools measured", rec.run_id, err.code)
+        rec.timeline("RELEASE", "RUN_OUT_OF_TIME", None, error_code=err.code, message=err.message)
+        released = False
+        try:
+            gaps = [OUT_OF_TIME[ctx.lang]]
+            release = fallback("MODEL_TIMEOUT", ctx.lang, [], None, gaps, [], ctx.boundary.ledger, None, ctx.scope)
+            async for event in self._release(ctx, release, {}, session):
+                released = released or event.event == "content"
+                yield event
+        except Exception as failed:  # the fallback itself broke: the run still ends, once, with done
+            log.exception("run %s: no release after running out of time", rec.run_id)
+            if not released:
+                rec.finish("FAILED", release_outcome="FAILED", error_code=err.code, error_message=str(failed))
+                yield FailureEvent(error_code=err.code, message=err.message)
+            yield DoneEvent(outcome="FALLBACK" if released else "FAILED")
+        except BaseException:  # the client went away while it was sent
+            if not rec.finished:
+                rec.finish("ABORTED", error_code="CLIENT_DISCONNECTED", error_message="the client went away")
+            raise
 
     async def _release(
         self, ctx: RunContext, release: Release, evaluation: dict[str, Any], session: SessionKey

@@ -182,3 +182,18 @@ async def test_gauges_are_set_on_a_clock(monkeypatch: pytest.MonkeyPatch) -> Non
     task.cancel()
     assert [v for v, _ in m.gauges["runs_admitted"].calls][:3] == [1.0, 2.0, 3.0]
     assert m.build_info.calls[0] == (1, {"version": "v"})
+
+
+async def test_a_request_whose_client_left_before_an_answer_is_not_counted_a_500() -> None:
+    m = RecordedMetrics()
+
+    async def left(scope: Any, receive: Any, send: Any) -> None:
+        raise asyncio.CancelledError  # the server cancels the handler of a client that went away
+
+    async def broke(scope: Any, receive: Any, send: Any) -> None:
+        raise RuntimeError("a bug")
+
+    for app in (left, broke):
+        with pytest.raises((asyncio.CancelledError, RuntimeError)):
+            await RequestMetrics(app, m)({"type": "http", "path": "/api/chat"}, None, None)  # type: ignore[arg-type]
+    assert [t["status"] for _, t in m.http_requests.calls] == ["499", "500"]

@@ -5,6 +5,7 @@ asked is compared with what the client sent; refusals are OpenAI's 400 with the 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -14,6 +15,7 @@ import openai
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_openai import ChatOpenAI, OpenAIEmbeddings
+from starlette.requests import ClientDisconnect
 
 from deployments.http_api import create_api
 from deployments.limits import RunLimiter
@@ -230,3 +232,71 @@ async def test_embeddings_through_both_clients() -> None:
         await client.embeddings.create(model="text-embedding-3-small", input="x")
     listed = await client.models.list()
     assert [m.id for m in listed.data] == ["tiny", "usem3"]
+
+
+async def test_what_cannot_be_rendered_or_parsed_is_never_a_500() -> None:
+    """Tool-call arguments nested past the stack reach the model as the text they were; a reply nested
+    past the stack is text, not a call; /v1/models answers 503 while the engine does not."""
+    deep = "[" * 5000 + "]" * 5000
+    llm = ScriptedLLMHandle("{" * 3000 + "}" * 3000)
+    history = [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": deep}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+    ]
+    async with _http(llm) as c:
+        r = await c.post("/chat/completions", json={"model": "tiny", "messages": history, "tools": [WEATHER]})
+    assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"].startswith("{{{")
+    assert '"_raw": "[[[' in llm.calls[0][0][2]["content"]
+
+    class Down(ScriptedLLMHandle):
+        async def _models(self) -> list[str]:
+            raise ConnectionError("no replica")
+
+    async with _http(Down()) as c:
+        down = await c.get("/models")
+    assert down.status_code == 503 and down.json()["error"]["code"] == "UNAVAILABLE"
+
+
+async def test_a_stream_whose_headers_never_reach_the_client_frees_its_slot_and_ends_its_run() -> None:
+    """The client is gone before the response starts (sending the headers fails): the body generator
+    never runs, yet the admission slot is released and the audited run finished, once."""
+    sink, limiter = ListSink(), RunLimiter(4, 2)
+    app = create_api(lambda *_: None, None, lambda r: None, lambda: None, 65536)  # type: ignore[arg-type]
+    add_openai_routes(app, ScriptedLLMHandle("hello"), limiter=limiter, sink=sink)  # type: ignore[arg-type]
+    body = json.dumps({"messages": [{"role": "user", "content": "hi"}], "stream": True}).encode()
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.4"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/chat/completions",
+        "raw_path": b"/v1/chat/completions",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        "client": ("127.0.0.1", 1),
+        "server": ("t", 80),
+    }
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            await asyncio.sleep(3600)
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        raise OSError("the client is gone")
+
+    with pytest.raises(ClientDisconnect):  # what Starlette makes of the failed send
+        await app(scope, receive, send)
+    assert limiter.in_flight() == 0
+    finished = [r.data for r in sink.records if r.kind == "run_finished"]
+    assert [(f["status"], f["error_code"]) for f in finished] == [("FAILED", "CLIENT_DISCONNECTED")]
