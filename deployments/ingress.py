@@ -257,7 +257,14 @@ class Ingress:
         self._mcp_routes: list[Any] = []
         if cfg.ingress.mcp:
             admission = Admission(self.limiter, self.cluster_cap)
-            mcp = build_mcp(self._run_chat, self.audit, self.lookup, admission, self.sink.flush)
+            mcp = build_mcp(
+                self._run_chat,
+                self.audit,
+                self.lookup,
+                admission,
+                self.sink.flush,
+                stopping=lambda: self.drain.draining,
+            )
             self._mcp_routes = mcp_routes(mcp)
             self._mcp_task = asyncio.get_running_loop().create_task(hold_open(mcp, self._mcp_stop))
 

@@ -130,7 +130,10 @@ def build_mcp(
     admission: Admission,
     flush: Callable[[], Awaitable[bool]] | None = None,
     heartbeat_s: float = HEARTBEAT_S,
+    stopping: Callable[[], bool] = lambda: False,
 ) -> MCPServer[Any]:
+    """``stopping``: this replica is draining (deployments/stopping.py): ``diagnose`` starts no run, as
+    /api/chat answers 503 then."""
     server: MCPServer[Any] = MCPServer(
         name="raydiag",
         version=_version(),
@@ -158,6 +161,8 @@ def build_mcp(
             request = ChatRequest(Id=session_id or f"mcp-{uuid.uuid4().hex[:16]}", Question=question)
         except ValueError as err:
             raise ToolError(f"invalid request: {err}") from err
+        if stopping():
+            raise ToolError("SERVICE_STOPPING: the service is stopping; no new diagnosis starts here — retry shortly")
         ticket, reason = await admission.admit(tenant)
         if ticket is None:
             raise ToolError(f"TOO_MANY_RUNS: {reason}")

@@ -74,6 +74,7 @@ class TwoLanguages(OneRunbook):
 @pytest.fixture
 async def service(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, Any]]:
     heartbeat_s, pace_s = getattr(request, "param", (15.0, PacedPipeline.delay_s))
+    draining = [False]
     paced = type("Paced", (PacedPipeline,), {"delay_s": pace_s})
     sink = ListSink()
     limiter = RunLimiter(8, 1)  # one run in flight per tenant
@@ -87,7 +88,14 @@ async def service(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, Any
     app = create_api(
         pipeline.run, ArrivingAudit(1), lambda r: None, flush, 65536, api_keys={"team-a": KEY}, limiter=limiter
     )
-    server = build_mcp(pipeline.run, RunsAudit(1), TwoLanguages(True), Admission(limiter), heartbeat_s=heartbeat_s)
+    server = build_mcp(
+        pipeline.run,
+        RunsAudit(1),
+        TwoLanguages(True),
+        Admission(limiter),
+        heartbeat_s=heartbeat_s,
+        stopping=lambda: draining[0],
+    )
     app.router.routes.extend(mcp_routes(server))
     stop = asyncio.Event()
     holder = asyncio.create_task(hold_open(server, stop))
@@ -99,7 +107,7 @@ async def service(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, Any
             break
         await asyncio.sleep(0.05)
     try:
-        yield {"url": f"http://127.0.0.1:{port}/mcp", "sink": sink}
+        yield {"url": f"http://127.0.0.1:{port}/mcp", "sink": sink, "draining": draining}
     finally:
         http.should_exit = True
         await serving
@@ -250,3 +258,13 @@ async def test_a_diagnosis_longer_than_a_minute_keeps_the_client_informed(servic
     assert took > 60
     gaps = [b - a for a, b in zip([start, *seen], [*seen, start + took], strict=True)]
     assert max(gaps) < 20, gaps  # a stage's notification or a heartbeat at least every 15 s
+
+
+async def test_a_draining_replica_starts_no_diagnosis(service: dict[str, Any]) -> None:
+    service["draining"][0] = True
+    async with connected(service["url"]) as session:
+        refused = await session.call_tool("diagnose", {"question": "HikariCP connection pool exhausted"})
+        search = await session.call_tool("search_runbooks", {"query": "HikariCP"})  # reads still answer
+    assert refused.is_error and "SERVICE_STOPPING" in str(refused.content)
+    assert not search.is_error
+    assert not [r for r in service["sink"].records if r.kind == "run_started"]
