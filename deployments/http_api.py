@@ -13,7 +13,6 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol, TypeVar
 
@@ -36,6 +35,7 @@ from deployments.config import AlertSettings
 from deployments.errors import error
 from deployments.head_requests import HeadAsGet
 from deployments.limits import RunLimiter
+from deployments.provenance import package_version
 from deployments.sse import frame_event
 from harness.contracts import ChatRequest, SseEvent
 
@@ -109,13 +109,6 @@ def _public(health: dict[str, Any]) -> dict[str, Any]:
 
 def _complete(result: dict[str, Any]) -> bool:
     return bool(result["value"].get("summary", {}).get("complete", True))
-
-
-def _version() -> str:
-    try:
-        return metadata.version("raydiag")
-    except metadata.PackageNotFoundError:  # a checkout that was not installed
-        return "0.0.0"
 
 
 def tenant_of(request: Request) -> str | None:
@@ -195,7 +188,7 @@ def create_api(
     admission = Admission(limiter, cluster_cap)
     app = FastAPI(
         title="raydiag",
-        version=_version(),
+        version=package_version(),
         description="Evidence-grounded incident diagnosis. Chat streams Server-Sent Events.",
         docs_url=None,  # add_docs_page: Swagger UI from this app, not a CDN
         redoc_url=None,

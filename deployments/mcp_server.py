@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Awaitable, Callable
-from importlib import metadata
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -30,6 +29,7 @@ from starlette.routing import BaseRoute, Route
 from deployments.admission import Admission
 from deployments.api_schemas import RunList, RunSummary
 from deployments.errors import error_bytes
+from deployments.provenance import package_version
 from harness.contracts import ChatRequest, event_data
 from rag.script import cjk_share
 
@@ -90,13 +90,6 @@ def _tenant(ctx: Context) -> str | None:
     return (scope.get("state") or {}).get("tenant")
 
 
-def _version() -> str:
-    try:
-        return metadata.version("raydiag")
-    except metadata.PackageNotFoundError:  # run from a checkout that was not installed
-        return "0.0.0"
-
-
 def same_language_first(query: str, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Blocks written in the query's script (Chinese or not) first, each group in rank order: an English
     search of a bilingual knowledge base should not open on Chinese runbooks that rank as well."""
@@ -136,7 +129,7 @@ def build_mcp(
     /api/chat answers 503 then."""
     server: MCPServer[Any] = MCPServer(
         name="raydiag",
-        version=_version(),
+        version=package_version(),
         instructions="Evidence-grounded incident diagnosis: ask `diagnose` about an incident in Chinese or "
         "English; every claim of its report cites a tool call you can replay with `get_trace`. `list_runs` "
         "lists a session's runs; `search_runbooks` searches the runbooks without diagnosing.",

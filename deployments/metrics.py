@@ -27,7 +27,6 @@ import logging
 import time
 from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable
-from importlib import metadata
 from typing import Any
 
 import httpx
@@ -35,6 +34,7 @@ from fastapi.responses import PlainTextResponse
 from starlette.requests import ClientDisconnect
 
 from audit.records import AuditRecord
+from deployments.provenance import package_version
 
 log = logging.getLogger(__name__)
 
@@ -141,10 +141,7 @@ class ServiceMetrics:
 
 
 def build_labels(cfg: Any) -> dict[str, str]:
-    try:
-        version = metadata.version("raydiag")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
+    version = package_version()
     model = cfg.llm.model.rsplit("/", 1)[-1] if cfg.llm.backend in ("vllm", "openai") else cfg.llm.backend
     return {"version": version, "model": model, "embedder": cfg.search.embedder}
 

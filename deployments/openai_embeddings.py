@@ -64,6 +64,7 @@ def add_embedding_route(
 ) -> None:
     """``read_request``: the /v1 routes' reader (deployments/openai_api.py): the body as the model, or the
     refusal to send (400 naming what is wrong, 503 while stopping)."""
+    known: dict[str, Any] = {}
 
     @app.post(
         "/v1/embeddings",
@@ -81,7 +82,8 @@ def add_embedding_route(
         if isinstance(req, JSONResponse):
             return req
         try:
-            info = await embedder.info.remote()
+            info = known or await embedder.info.remote()  # the model's name and size never change
+            known.update(info)
         except Exception:
             return error(503, "UNAVAILABLE", "the embedder is not serving yet", headers={"Retry-After": "5"})
         name, dim = str(info["model"]), int(info["dim"])

@@ -12,6 +12,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def package_version() -> str:
+    """raydiag's installed version (the OpenAPI description, MCP's serverInfo, raydiag_build_info)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("raydiag")
+    except metadata.PackageNotFoundError:  # run from a checkout that was not installed
+        return "0.0.0"
+
+
 def commit() -> str:
     """HEAD's commit, marked ``-dirty`` when the code differs from it. Results files do not count:
     a chain of benchmarks rewrites them one after the other, and the code that made each is HEAD's.
