@@ -108,7 +108,8 @@ class DiagnosisPipeline:
         scripted profile's rules model when it stands in for a language model (its answers are scripted)."""
         source = self.telemetry_source(scope) if self.telemetry_source else ""
         if isinstance(self.model, RulesModel):
-            source = f"{source}; model: scripted (rules, no language model)" if source else "model: scripted"
+            scripted = "model: scripted (rules, no language model)"
+            source = f"{source}; {scripted}" if source else f"none connected; {scripted}"
         return source
 
     def scope(self, question: str, options: RunOptions | None) -> RunScope:

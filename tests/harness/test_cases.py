@@ -1,5 +1,9 @@
 """Recorded incident cases (tests/cases/NN_name/): a scripted model and one recording per tool call,
-replayed through the real pipeline, audited into SQLite and read back through the trace reader."""
+replayed through the real pipeline, audited into SQLite and read back through the trace reader.
+
+Each case runs twice: the model-driven flow its script was written for, and the default flow (rules
+route and plan, the playbook calls the tools, grounding by construction, the rule verifier, the release)
+with the scripted profile's deterministic rules model over the same recordings (``default_path``)."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import yaml
 
 from harness.contracts import ChatRequest, ContentEvent, StatusEvent
 from harness.pipeline import DiagnosisPipeline
+from harness.rules_model import RulesModel
 from harness.settings import HarnessSettings
 from tests.fakes.audit_db import persist_and_trace
 from tests.fakes.replay_tools import ReplayTool
@@ -115,6 +120,49 @@ async def test_case(case_dir: Path, tmp_path: Path) -> None:
         assert evaluation["critical_fact_count"] == sum(f["is_critical"] for f in evaluation["facts_checked"])
     # Every model call was the scripted one: nothing left unconsumed, nothing missing.
     assert all(not queue for queue in model.script.values())
+
+
+async def replay_default(case: dict[str, Any]) -> tuple[list[Any], ListSink, dict[str, ReplayTool]]:
+    tools = {name: ReplayTool(name, recs, by_name=True) for name, recs in case["recordings"].items()}
+    sink = ListSink()
+    pipeline = DiagnosisPipeline(sink, HarnessSettings(), model=RulesModel(), tools=lambda _scope: list(tools.values()))
+    events = [e async for e in pipeline.run(ChatRequest(Id="case-session", Question=case["question"]))]
+    return events, sink, tools
+
+
+@pytest.mark.parametrize("case_dir", sorted(p for p in CASES.iterdir() if p.is_dir()), ids=lambda p: p.name)
+async def test_case_on_the_default_path(case_dir: Path, tmp_path: Path) -> None:
+    case = load_case(case_dir)
+    expect = case["default_path"]
+    events, sink, tools = await replay_default(case)
+
+    names = _event_names(events)
+    assert names[0] == "metadata" and names[-1] == "done" and names.count("done") == 1
+    content = next(e for e in events if isinstance(e, ContentEvent))
+    assert (content.content_type, events[-1].outcome) == (expect["content_type"], expect["outcome"])
+    payload = content.payload.model_dump()
+    if "fallback_type" in expect:
+        assert payload["fallback_type"] == expect["fallback_type"]
+    assert [t.calls[0][1] for t in tools.values() if t.calls] == expect.get("tool_args", [])
+    # What was released is what the tools returned: each reference names a call that was answered, and its
+    # excerpt stands in that call's recorded output (no system rewrite passes as a finding).
+    answered = {cid: rec for t in tools.values() for cid, rec in t.answered.items()}
+    for ref in payload.get("references", []):
+        recorded = json.dumps(answered[ref["tool_call_id"]].get("output", {}), ensure_ascii=False)
+        assert ref["excerpt"] in recorded, ref
+    assert len(payload.get("references", [])) == expect.get("references", 0)
+    if expect["content_type"] == "DIAGNOSIS_REPORT":
+        # No telemetry is connected here and the rules model stands in for a language model: both said.
+        scope = payload["report"]["limitations"]["scope"]
+        assert scope.endswith("none connected; model: scripted (rules, no language model)"), scope
+    if "excluded_text" in case["expect"]:
+        assert case["expect"]["excluded_text"] not in json.dumps(payload, ensure_ascii=False)
+
+    trace = persist_and_trace(sink.records, tmp_path, "case-session")
+    assert trace["summary"]["complete"] and trace["summary"]["timeline_contiguous"]
+    assert trace["run"]["release_outcome"] == expect["outcome"]
+    audited = [f"{t['tool_name']} {t['status']}" for t in trace["toolInvocations"]]
+    assert audited == expect["audited_tools"]
 
 
 async def test_reports_render_readably() -> None:

@@ -151,7 +151,9 @@ async def test_alertmanager_triggers_one_diagnosis_and_the_resolved_notice_none(
         assert r.status_code == 200, r.text
         report = await _next_report(receiver, 90)
     assert report["alertnames"] == ["PaymentHighErrorRate"]
-    assert report["outcome"] in ("SUCCESS", "FALLBACK") and report.get("content"), report
+    # SmolLM2 decodes greedily: the one outcome it produces here is a report (no telemetry is connected).
+    assert report["outcome"] == "SUCCESS", report
+    assert report["content"]["content_type"] == "DIAGNOSIS_REPORT", report
 
     headers = {"Authorization": f"Bearer {KEY}"}
     async with httpx.AsyncClient(base_url=alert_stack["base"], timeout=30, headers=headers) as api:
