@@ -29,11 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.scope import RunScope
+from harness.tools.base import Tool
 from harness.tools.read_skill import load_skills
 from harness.wiring import tool_factory
 from telemetry.backends.nezha import is_nezha_day
 from telemetry.model import service_of
 from telemetry.settings import TelemetrySettings
+
+ToolFactory = Callable[[RunScope], list[Tool]]
 
 CATEGORY = {
     "cpu_contention": "cpu",
@@ -102,16 +105,31 @@ def load_cases(dataset: Path) -> tuple[list[Case], list[str]]:
     return cases, skipped
 
 
-def telemetry_for(case: Case) -> TelemetrySettings:
-    return TelemetrySettings(log_roots=[], metric_roots=[], nezha_days=[str(case.day_dir.resolve())])
+# The tools-only ranking on each set of modalities, so each one's worth is visible (a day without logs
+# or traces scores the same on all three).
+MODALITY_SETS: dict[str, tuple[str, ...]] = {
+    "metrics": ("metrics",),
+    "metrics+logs": ("metrics", "logs"),
+    "metrics+logs+traces": ("metrics", "logs", "traces"),
+}
 
 
-async def tools_only(case: Case, delay_s: float) -> tuple[list[str], str]:
-    """rank_anomalies alone, on the window the question names, at the case's clock."""
+def telemetry_for(case: Case, modalities: tuple[str, ...] = MODALITY_SETS["metrics+logs+traces"]) -> TelemetrySettings:
+    return TelemetrySettings(
+        log_roots=[], metric_roots=[], nezha_days=[str(case.day_dir.resolve())], modalities=list(modalities)
+    )
+
+
+async def tools_only(
+    case: Case, delay_s: float, factories: dict[Path, ToolFactory], modalities: tuple[str, ...] | None = None
+) -> tuple[list[str], str]:
+    """rank_anomalies alone, on the window the question names, at the case's clock. One tool factory
+    per day: its backend reads the day's files once for all of the day's faults."""
     start = case.t0 - case.t0 % 60
-    tools = {
-        t.name: t for t in tool_factory(telemetry_for(case), load_skills())(RunScope(case.t0 + delay_s, start, None))
-    }
+    if case.day_dir not in factories:
+        factories[case.day_dir] = tool_factory(telemetry_for(case), load_skills())
+    settings = telemetry_for(case, modalities) if modalities else None
+    tools = {t.name: t for t in factories[case.day_dir](RunScope(case.t0 + delay_s, start, settings))}
     result = await tools["rank_anomalies"].run({})
     ranking = result.output.get("ranking") or []
     return [str(r["service"]) for r in ranking], str(ranking[0]["suspected_category"]) if ranking else "unknown"
@@ -185,6 +203,22 @@ def summarize(cases: list[dict[str, Any]], tools: list[tuple[list[str], str]]) -
     return {"summary": summary, "tools_only": tools_summary, "changed_top": changed_top}
 
 
+def modality_summary(cases: list[Case], ranked: list[tuple[list[str], str]]) -> dict[str, Any]:
+    """AS@1 and AS@3 of one modality set's tools-only ranking, overall and per fault type."""
+
+    def scores(pairs: list[tuple[Case, list[str]]]) -> dict[str, Any]:
+        n = len(pairs)
+        return {
+            "n": n,
+            "as1": _rate(sum(c.truth_service in p[:1] for c, p in pairs), n),
+            "as3": _rate(sum(c.truth_service in p[:3] for c, p in pairs), n),
+        }
+
+    pairs = [(c, r[0]) for c, r in zip(cases, ranked, strict=True)]
+    types = sorted({c.truth_type for c in cases})
+    return {**scores(pairs), "by_type": {t: scores([p for p in pairs if p[0].truth_type == t]) for t in types}}
+
+
 def breakdown(cases: list[dict[str, Any]], key: str) -> dict[str, Any]:
     groups: dict[str, list[dict[str, Any]]] = {}
     for c in cases:
@@ -217,7 +251,12 @@ async def evaluate(
     cases, skipped = load_cases(dataset)
     cases = cases[:limit] if limit else cases
     delay_s = delay_min * 60
-    tools = [await tools_only(c, delay_s) for c in cases]
+    factories: dict[Path, ToolFactory] = {}
+    tools = [await tools_only(c, delay_s, factories) for c in cases]
+    by_modality = {}
+    for name, modalities in MODALITY_SETS.items():
+        ranked = [await tools_only(c, delay_s, factories, modalities) for c in cases]
+        by_modality[name] = modality_summary(cases, ranked)
     if diagnose is None:
         rows = [
             {
@@ -252,6 +291,7 @@ async def evaluate(
     result = summarize(rows, tools)
     return {
         **result,
+        "tools_by_modality": by_modality,
         "by_day": breakdown(rows, "day"),
         "by_type": breakdown(rows, "truth_type"),
         "cases": rows,
@@ -266,6 +306,10 @@ def format_table(result: dict[str, Any]) -> str:
         f"cases {s['n']}   AS@1 {s['as1']}   AS@3 {s['as3']}   type {s['type_acc']}   reports {s['report_rate']}   "
         f"fallbacks {s['fallback_rate']}   failed {s['failed']}",
         f"tools only: AS@1 {t['as1']}   AS@3 {t['as3']}   type {t['type_acc']}",
+        *(
+            f"  tools only on {name}: AS@1 {m['as1']}   AS@3 {m['as3']}"
+            for name, m in (result.get("tools_by_modality") or {}).items()
+        ),
         f"model's top differs from the tools' top in {ch['n']} cases: model right {ch['model_right']}, "
         f"tools right {ch['tools_right']}",
         f"median {s['median_duration_s']} s per case, {s['tokens_per_case']} tokens per case",

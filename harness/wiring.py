@@ -41,7 +41,12 @@ def tool_factory(
         settings = scope.telemetry or telemetry
         backend = ClockedTelemetry(backends.get(settings), scope.as_of)
         view = TelemetryView(
-            backend, scope.as_of, scope.incident_start, settings.window_minutes * 60, settings.baseline_minutes * 60
+            backend,
+            scope.as_of,
+            scope.incident_start,
+            settings.window_minutes * 60,
+            settings.baseline_minutes * 60,
+            tuple(settings.modalities),
         )
         out: list[Tool] = [
             RankAnomaliesTool(view),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from telemetry.model import Edge, Inventory, LogRecord, Series, TelemetryBackend
+from telemetry.model import Edge, Inventory, LogRecord, Series, Span, TelemetryBackend
 
 
 class CompositeTelemetry:
@@ -39,6 +39,12 @@ class CompositeTelemetry:
     async def edges(self) -> list[Edge]:
         found = await asyncio.gather(*(p.edges() for p in self.parts))
         return list(dict.fromkeys(e for batch in found for e in batch))
+
+    async def spans(self, start: float, end: float) -> list[Span] | None:
+        found = [s for s in await asyncio.gather(*(p.spans(start, end) for p in self.parts)) if s is not None]
+        if not found:
+            return None
+        return sorted((span for batch in found for span in batch), key=lambda span: span.start)
 
     async def inventory(self) -> Inventory:
         parts = await asyncio.gather(*(p.inventory() for p in self.parts))
@@ -91,6 +97,12 @@ class ClockedTelemetry:
 
     async def edges(self) -> list[Edge]:
         return await self.inner.edges()
+
+    async def spans(self, start: float, end: float) -> list[Span] | None:
+        # A span still open at the clock would tell its future duration: only spans ended by then.
+        end = min(end, self.as_of)
+        spans = await self.inner.spans(start, end)
+        return None if spans is None else [s for s in spans if start <= s.start and s.end <= end]
 
     async def inventory(self) -> Inventory:
         return await self.inner.inventory()

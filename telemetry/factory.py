@@ -44,7 +44,7 @@ class BackendCache:
         self._lock = threading.Lock()
 
     def get(self, settings: TelemetrySettings) -> TelemetryBackend:
-        key = settings.model_dump_json()
+        key = settings.model_dump_json(exclude={"modalities"})  # what the tools score, not what is read
         with self._lock:
             if key not in self._backends:
                 self._backends[key] = build_backend(settings)

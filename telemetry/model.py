@@ -45,6 +45,24 @@ class LogRecord:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class Span:
+    """One span of a distributed trace; ``parent_id`` is empty for a trace's first span."""
+
+    start: float
+    end: float
+    service: str
+    instance: str
+    operation: str
+    trace_id: str
+    span_id: str
+    parent_id: str
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
 @dataclass(frozen=True)
 class Edge:
     caller: str
@@ -86,5 +104,10 @@ class TelemetryBackend(Protocol):
     async def log_services(self) -> list[str]: ...
 
     async def edges(self) -> list[Edge]: ...
+
+    async def spans(self, start: float, end: float) -> list[Span] | None:
+        """Every span that started and ended within the window (by start), or None when the backend
+        has no traces at all."""
+        ...
 
     async def inventory(self) -> Inventory: ...

@@ -97,6 +97,10 @@ class PrometheusSettings(BaseModel):
     )
 
 
+Modality = Literal["metrics", "logs", "traces"]
+ALL_MODALITIES: tuple[Modality, ...] = ("metrics", "logs", "traces")
+
+
 class TelemetrySettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -114,7 +118,15 @@ class TelemetrySettings(BaseModel):
         description="Folders of <service>/<metric>.csv series (timestamp,value), NAB layout included.",
     )
     nezha_days: list[str] = Field(
-        default_factory=list, description="Nezha day folders (rca_data/<day>: metric/, log/) served as one system."
+        default_factory=list,
+        description="Nezha day folders (rca_data/<day>: metric/, log/, trace/; CSVs plain or gzip) served as "
+        "one system.",
+    )
+    modalities: list[Modality] = Field(
+        default_factory=lambda: list(ALL_MODALITIES),
+        min_length=1,
+        description="What rank_anomalies scores: metric series, error-level log lines per service, and the latency "
+        "of the spans each service serves (where the backend has logs or traces).",
     )
     clock: str | None = Field(
         default=None,

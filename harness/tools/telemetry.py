@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from harness.tools.base import ToolResult
+from telemetry.analysis.derived import MODALITIES
 from telemetry.analysis.deviation import Deviation, deviation, downsample
 from telemetry.analysis.drain import Drain
 from telemetry.analysis.ranking import ServiceAnomaly, rank_anomalies
@@ -52,12 +53,14 @@ class TelemetryView:
         incident_start: float | None = None,
         window_s: float = 1800.0,
         baseline_s: float = 1800.0,
+        modalities: tuple[str, ...] = MODALITIES,
     ) -> None:
         self.backend = backend
         self.as_of = as_of
         self.incident_start = incident_start
         self.window_s = window_s
         self.baseline_s = baseline_s
+        self.modalities = modalities
 
     def window(self, args: dict[str, Any]) -> Window:
         return resolve_window(args.get("start"), args.get("end"), self.as_of, self.incident_start, self.window_s)
@@ -114,7 +117,8 @@ class _TelemetryTool(ABC):
 class RankAnomaliesTool(_TelemetryTool):
     name = "rank_anomalies"
     description = (
-        "Rank services by how far their metrics in the window deviate from their own baseline (robust deviation), "
+        "Rank services by how far their metrics, error log lines and span latencies in the window deviate from their "
+        "own baseline (robust deviation), "
         "blaming the service at the bottom of a slow call chain rather than its callers. Each entry: the deviating "
         "signals, since when, and the suspected fault category. Call this first."
     )
@@ -127,7 +131,7 @@ class RankAnomaliesTool(_TelemetryTool):
     async def _run(self, args: dict[str, Any]) -> ToolResult:
         window = self.view.window(args)
         baseline = self.view.baseline(window, args)
-        ranked = await rank_anomalies(self.view.backend, window, baseline)
+        ranked = await rank_anomalies(self.view.backend, window, baseline, modalities=self.view.modalities)
         frame = self.view.frame(window, baseline)
         anomalous = [a for a in ranked if a.anomalous]
         # Nothing over the threshold (a fault whose baseline already holds earlier faults of the same pod

@@ -18,9 +18,10 @@ import asyncio
 import math
 from dataclasses import dataclass, field
 
+from telemetry.analysis.derived import MODALITIES, derived_series
 from telemetry.analysis.deviation import ANOMALY_THRESHOLD, Deviation, deviation
 from telemetry.clock import Window
-from telemetry.model import Edge, TelemetryBackend
+from telemetry.model import Edge, Series, TelemetryBackend
 from telemetry.signals import SIGNALS, signal_spec
 
 PROPAGATION = 0.5
@@ -61,6 +62,8 @@ def categorize(devs: list[Deviation]) -> tuple[str, str]:
     served = max(score("latency_p90"), score("latency_p99"))
     if score("error_rate") >= ANOMALY_THRESHOLD and score("error_rate") >= score("cpu"):
         return "code", f"error rate deviates {score('error_rate'):.0f}x its baseline spread"
+    if score("log_errors") >= ANOMALY_THRESHOLD and score("log_errors") >= score("cpu"):
+        return "code", f"error log lines deviate {score('log_errors'):.0f}x their baseline spread"
     if score("cpu") >= ANOMALY_THRESHOLD:
         return "cpu", f"CPU deviates {score('cpu'):.0f}x its baseline spread"
     if score("call_latency") >= ANOMALY_THRESHOLD and score("call_latency") > 2 * served:
@@ -110,20 +113,34 @@ def rank_services(
 
 
 async def collect_deviations(
-    backend: TelemetryBackend, window: Window, baseline: Window, signals: list[str] | None = None
+    backend: TelemetryBackend,
+    window: Window,
+    baseline: Window,
+    signals: list[str] | None = None,
+    modalities: tuple[str, ...] = MODALITIES,
 ) -> list[Deviation]:
     """Every service's deviation in every signal (the catalogue's and the backend's own metric names),
-    one backend query per signal for all services at once."""
+    one backend query per signal for all services at once, plus the signals derived from its logs and
+    traces (``derived.py``) when ``signals`` is not given."""
+    derived: list[Series] = []
     if signals is None:
         services = await backend.services()
         own = await asyncio.gather(*(backend.signals(svc) for svc in services))
-        signals = list(dict.fromkeys([*SIGNALS, *(n for names in own for n in names)]))
+        signals = (
+            list(dict.fromkeys([*SIGNALS, *(n for names in own for n in names)])) if "metrics" in modalities else []
+        )
+        derived = await derived_series(backend, baseline.start, window.start, window.end, modalities)
     results = await asyncio.gather(*(backend.series(n, baseline.start, window.end) for n in signals))
-    return [deviation(s, window, baseline, signal_spec(s.signal)) for batch in results for s in batch]
+    every = [s for batch in results for s in batch] + derived
+    return [deviation(s, window, baseline, signal_spec(s.signal)) for s in every]
 
 
 async def rank_anomalies(
-    backend: TelemetryBackend, window: Window, baseline: Window, propagation: float = PROPAGATION
+    backend: TelemetryBackend,
+    window: Window,
+    baseline: Window,
+    propagation: float = PROPAGATION,
+    modalities: tuple[str, ...] = MODALITIES,
 ) -> list[ServiceAnomaly]:
-    deviations = await collect_deviations(backend, window, baseline)
+    deviations = await collect_deviations(backend, window, baseline, modalities=modalities)
     return rank_services(deviations, await backend.edges(), propagation)

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from telemetry.backends.common import Lazy, make_series, number, series_in
-from telemetry.model import Edge, Inventory, LogRecord, Series
+from telemetry.model import Edge, Inventory, LogRecord, Series, Span
 
 
 def _parse(text: str, *formats: str) -> float:
@@ -140,6 +140,9 @@ class FileTelemetry:
         if service not in self._log_files:
             return None
         return [r for r in await self._log_loader(service).get() if start <= r.ts <= end]
+
+    async def spans(self, start: float, end: float) -> list[Span] | None:
+        return None
 
     async def log_services(self) -> list[str]:
         return sorted(self._log_files)

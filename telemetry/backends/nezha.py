@@ -11,7 +11,12 @@ Layout of a day folder (``rca_data/<day>/``):
 - ``metric/dependency.csv``: the call graph (``Source,Target``); IP-address nodes and
   ``loadgenerator`` have no metrics and are left out.
 - ``log/<HH>_<MM>_log.csv``: container log lines (``Log`` is the runtime's JSON line, whose ``log``
-  field may itself be the application's JSON with ``message`` and ``severity``).
+  field may itself be the application's JSON with ``message`` and ``severity``, or a logback line
+  ``HH:MM:SS.mmm LEVEL logger …`` as TrainTicket's Java services write).
+- ``trace/<HH>_<MM>_trace.csv``: spans (``TraceID,SpanID,ParentID,PodName,OperationName,
+  StartTimeUnixNano,EndTimeUnixNano,Duration``; ``ParentID`` ``root`` for a trace's first span). The
+  call graph's edges are read from them too (a parent span's service calls its child's).
+Every CSV may be gzip-compressed (``.csv.gz``) and is read in place.
 Time: the ``Time`` column (UTC) is the clock; ``TimeStamp`` is used only where ``Time`` cannot be read
 (one pod of 2022-08-22 has every ``TimeStamp`` 200,000,000 s off its ``Time``).
 The fault lists and root-cause labels beside the data are ground truth: this backend never opens them.
@@ -19,7 +24,10 @@ The fault lists and root-cause labels beside the data are ground truth: this bac
 
 from __future__ import annotations
 
+import bisect
 import csv
+import gzip
+import io
 import json
 import logging
 import re
@@ -28,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from telemetry.backends.common import Lazy, make_series, number, series_in, utc_seconds
-from telemetry.model import Edge, Inventory, LogRecord, Series, service_of
+from telemetry.model import Edge, Inventory, LogRecord, Series, Span, service_of
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +53,22 @@ COLUMNS: dict[str, tuple[str, Callable[[float], float]]] = {
     "net_tx": ("NetworkTransmitBytes", lambda v: v),
 }
 _TRACE_PREFIX = re.compile(r"^TraceID: \S+ SpanID: \S+ ")
+# A logback line: time, level, then the logger (TrainTicket); the time is the container's local clock.
+_LOGBACK = re.compile(r"^\d\d:\d\d:\d\d[.,]\d+\s+(TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\s+")
+_TRACE_IDS = re.compile(r"TraceID: \S+ SpanID: \S+ ")
+
+
+def _open_csv(path: Path) -> io.TextIOBase:
+    if path.name.endswith(".gz"):
+        return io.TextIOWrapper(gzip.open(path), encoding="utf-8", newline="")
+    return path.open(encoding="utf-8", newline="")
+
+
+def _csv_files(folder: Path, suffix: str) -> list[Path]:
+    """``*<suffix>`` and ``*<suffix>.gz`` in the folder, in name order."""
+    if not folder.is_dir():
+        return []
+    return sorted([*folder.glob(f"*{suffix}"), *folder.glob(f"*{suffix}.gz")])
 
 
 def row_time(row: dict[str, str], time_key: str = "Time", stamp_key: str = "TimeStamp") -> float:
@@ -57,7 +81,7 @@ def row_time(row: dict[str, str], time_key: str = "Time", stamp_key: str = "Time
 
 
 def is_nezha_day(path: Path) -> bool:
-    return (path / "metric").is_dir() and any((path / "metric").glob("*_metric.csv"))
+    return bool(_csv_files(path / "metric", "_metric.csv"))
 
 
 @dataclass
@@ -70,27 +94,25 @@ class _Day:
 def _read_metrics(day: Path) -> _Day:
     store: list[Series] = []
     services: set[str] = set()
-    for path in sorted((day / "metric").glob("*_metric.csv")):
-        pod = path.name[: -len("_metric.csv")]
+    for path in _csv_files(day / "metric", "_metric.csv"):
+        pod = path.name[: path.name.index("_metric.csv")]
         service = service_of(pod)
         services.add(service)
-        with path.open(encoding="utf-8", newline="") as fh:
+        with _open_csv(path) as fh:
             rows = list(csv.DictReader(fh))
         ts = [row_time(r) for r in rows]
         for signal, (column, convert) in COLUMNS.items():
             if rows and column in rows[0]:
                 store.append(make_series(service, signal, pod, ts, [convert(number(r[column])) for r in rows]))
     edges: list[Edge] = []
-    dep = day / "metric" / "dependency.csv"
-    if dep.exists():
-        with dep.open(encoding="utf-8", newline="") as fh:
+    for dep in _csv_files(day / "metric", "dependency.csv")[:1]:
+        with _open_csv(dep) as fh:
             for r in csv.DictReader(fh):
                 a, b = service_of(r.get("Source", "")), service_of(r.get("Target", ""))
                 if a in services and b in services and Edge(a, b) not in edges:
                     edges.append(Edge(a, b))
-    calls = day / "metric" / "source_50.csv"
-    if calls.exists():
-        with calls.open(encoding="utf-8", newline="") as fh:
+    for calls in _csv_files(day / "metric", "source_50.csv")[:1]:
+        with _open_csv(calls) as fh:
             rows = list(csv.DictReader(fh))
         ts = [row_time(r, "time", "timestamp") for r in rows]
         for column in rows[0] if rows else []:
@@ -114,7 +136,10 @@ def _message(raw: str) -> tuple[str, str]:
     except (ValueError, AttributeError):
         inner_text = raw.strip()
     level, message = "", inner_text
-    if inner_text.startswith("{"):
+    logback = _LOGBACK.match(inner_text)
+    if logback:
+        level, message = logback.group(1), _TRACE_IDS.sub("", inner_text[logback.end() :])
+    elif inner_text.startswith("{"):
         try:
             inner = json.loads(inner_text)
             message = str(inner.get("message", inner_text))
@@ -126,8 +151,8 @@ def _message(raw: str) -> tuple[str, str]:
 
 def _read_logs(day: Path) -> dict[str, list[LogRecord]]:
     out: dict[str, list[LogRecord]] = {}
-    for path in sorted((day / "log").glob("*_log.csv")) if (day / "log").is_dir() else []:
-        with path.open(encoding="utf-8", newline="") as fh:
+    for path in _csv_files(day / "log", "_log.csv"):
+        with _open_csv(path) as fh:
             for r in csv.DictReader(fh):
                 pod = r.get("PodName", "")
                 ts = number(r.get("TimeUnixNano")) / 1e9
@@ -141,6 +166,41 @@ def _read_logs(day: Path) -> dict[str, list[LogRecord]]:
     return out
 
 
+def _read_spans(day: Path) -> list[Span]:
+    spans: list[Span] = []
+    for path in _csv_files(day / "trace", "_trace.csv"):
+        with _open_csv(path) as fh:
+            for r in csv.DictReader(fh):
+                pod = r.get("PodName", "")
+                parent = r.get("ParentID", "")
+                spans.append(
+                    Span(
+                        number(r.get("StartTimeUnixNano")) / 1e9,
+                        number(r.get("EndTimeUnixNano")) / 1e9,
+                        service_of(pod),
+                        pod,
+                        r.get("OperationName", ""),
+                        r.get("TraceID", ""),
+                        r.get("SpanID", ""),
+                        "" if parent == "root" else parent,
+                    )
+                )
+    spans = [s for s in spans if s.start == s.start and s.end == s.end]  # drop rows without times (NaN)
+    spans.sort(key=lambda s: s.start)
+    return spans
+
+
+def span_edges(spans: list[Span]) -> list[Edge]:
+    """Caller → callee pairs: a span's service calls the service of each child span it has."""
+    by_id = {(s.trace_id, s.span_id): s.service for s in spans}
+    edges: dict[Edge, None] = {}
+    for s in spans:
+        caller = by_id.get((s.trace_id, s.parent_id)) if s.parent_id else None
+        if caller and caller != s.service:
+            edges[Edge(caller, s.service)] = None
+    return list(edges)
+
+
 class NezhaTelemetry:
     """See the module docstring; ``day`` is a ``rca_data/<day>`` folder."""
 
@@ -152,6 +212,8 @@ class NezhaTelemetry:
             raise FileNotFoundError(f"{self.day} has no metric/*_metric.csv: not a Nezha day folder")
         self._metrics = Lazy(lambda: _read_metrics(self.day))
         self._logs = Lazy(lambda: _read_logs(self.day))
+        self._spans = Lazy(lambda: _read_spans(self.day))
+        self._span_edges = Lazy(lambda: span_edges(self._spans.get_sync()))
 
     async def services(self) -> list[str]:
         return (await self._metrics.get()).services
@@ -172,7 +234,17 @@ class NezhaTelemetry:
         return sorted(await self._logs.get())
 
     async def edges(self) -> list[Edge]:
-        return list((await self._metrics.get()).edges)
+        services = set((await self._metrics.get()).services)
+        traced = [e for e in await self._span_edges.get() if e.caller in services and e.callee in services]
+        return list(dict.fromkeys([*(await self._metrics.get()).edges, *traced]))
+
+    async def spans(self, start: float, end: float) -> list[Span] | None:
+        if not _csv_files(self.day / "trace", "_trace.csv"):
+            return None
+        spans = await self._spans.get()
+        lo = bisect.bisect_left(spans, start, key=lambda s: s.start)
+        hi = bisect.bisect_right(spans, end, key=lambda s: s.start)
+        return [s for s in spans[lo:hi] if s.end <= end]
 
     async def inventory(self) -> Inventory:
         day = await self._metrics.get()

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from telemetry.model import Edge, Inventory, LogRecord, Series, service_of
+from telemetry.model import Edge, Inventory, LogRecord, Series, Span, service_of
 from telemetry.settings import PrometheusSettings, PromSignal
 
 
@@ -97,6 +97,9 @@ class PrometheusTelemetry:
         return sorted(self.settings.catalogue)
 
     async def logs(self, service: str, start: float, end: float) -> list[LogRecord] | None:
+        return None
+
+    async def spans(self, start: float, end: float) -> list[Span] | None:
         return None
 
     async def log_services(self) -> list[str]:

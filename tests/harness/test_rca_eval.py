@@ -119,3 +119,22 @@ def test_tools_only_from_the_command_line(slice_dir: Path, tmp_path: Path, capsy
     }
     assert result["cases"][0]["content_type"] == "TOOLS_ONLY" and "skipped days" in capsys.readouterr().out
     assert main(["eval", "rca", "--dataset", str(tmp_path / "nope"), "--tools-only"]) == 2
+
+
+def test_traces_and_logs_find_what_metrics_miss(tmp_path: Path, shared_dir: Path) -> None:
+    """One TrainTicket fault (basic-service returns wrong values, 2023-01-29 09:03:53) with the day's
+    metrics, gzip logs and traces: per-pod metrics alone rank its callers first; the error log lines and
+    the latency of the spans it serves put it on top. Each modality set is scored beside the others."""
+    day_src = shared_dir / "data" / "nezha-rca-trainticket" / "rca_data" / "2023-01-29"
+    day = tmp_path / "tt" / "rca_data" / "2023-01-29"
+    day.mkdir(parents=True)
+    for folder in ("metric", "log", "trace"):
+        (day / folder).symlink_to(day_src / folder)
+    picked = [f for f in faults(day_src) if f["inject_time"] == "2023-01-29 09:03:53"]
+    (day / "2023-01-29-fault_list.json").write_text(json.dumps({"09": picked}), encoding="utf-8")
+    out = tmp_path / "rca.json"
+    assert main(["eval", "rca", "--dataset", str(tmp_path / "tt"), "--tools-only", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    modality = {name: m["as1"] for name, m in result["tools_by_modality"].items()}
+    assert modality == {"metrics": 0.0, "metrics+logs": 0.0, "metrics+logs+traces": 1.0}
+    assert result["cases"][0]["predicted"][0] == "ts-basic-service"
