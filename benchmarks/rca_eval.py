@@ -1,5 +1,8 @@
 """Root-cause accuracy of the whole service on labelled real faults: `raydiag eval rca` on the Nezha
 OnlineBoutique day with the configured (default: embedded) model, beside the reference baseline.
+The TrainTicket development day (metrics, logs and traces) is scored the same way, by default tools
+only: ``--dataset ../shared/data/nezha-rca-trainticket --tools-only --out
+benchmarks/results/rca_trainticket.json``.
 
 Runs the same command a user runs (the configured app is started for it; the pipeline, tools and
 model are the service's own) and adds the reference baseline ``../shared/tools/naive_rca_baseline.py``
@@ -29,8 +32,10 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "rca.json"))
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--tools-only", action="store_true", help="the anomaly ranking alone (no model, no app)")
     args = parser.parse_args()
     command = ["--config", args.config, "eval", "rca", "--dataset", args.dataset, "--out", args.out]
+    command += ["--tools-only"] if args.tools_only else []
     command += ["--concurrency", str(args.concurrency)] + (["--limit", str(args.limit)] if args.limit else [])
     started = time.perf_counter()
     code = raydiag(command)

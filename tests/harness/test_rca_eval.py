@@ -123,8 +123,8 @@ def test_tools_only_from_the_command_line(slice_dir: Path, tmp_path: Path, capsy
 
 def test_traces_and_logs_find_what_metrics_miss(tmp_path: Path, shared_dir: Path) -> None:
     """One TrainTicket fault (basic-service returns wrong values, 2023-01-29 09:03:53) with the day's
-    metrics, gzip logs and traces: per-pod metrics alone rank its callers first; the error log lines and
-    the latency of the spans it serves put it on top. Each modality set is scored beside the others."""
+    metrics, gzip logs and traces: per-pod metrics alone rank other services first; its error log lines
+    put it on top, and the span latencies keep it there. Each modality set is scored beside the others."""
     day_src = shared_dir / "data" / "nezha-rca-trainticket" / "rca_data" / "2023-01-29"
     day = tmp_path / "tt" / "rca_data" / "2023-01-29"
     day.mkdir(parents=True)
@@ -136,5 +136,5 @@ def test_traces_and_logs_find_what_metrics_miss(tmp_path: Path, shared_dir: Path
     assert main(["eval", "rca", "--dataset", str(tmp_path / "tt"), "--tools-only", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     modality = {name: m["as1"] for name, m in result["tools_by_modality"].items()}
-    assert modality == {"metrics": 0.0, "metrics+logs": 0.0, "metrics+logs+traces": 1.0}
+    assert modality == {"metrics": 0.0, "metrics+logs": 1.0, "metrics+logs+traces": 1.0}
     assert result["cases"][0]["predicted"][0] == "ts-basic-service"
