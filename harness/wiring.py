@@ -25,6 +25,7 @@ from harness.tools.telemetry import (
     ServiceDependenciesTool,
     TelemetryView,
 )
+from harness.tools.traces import QueryTracesTool
 from telemetry.combined import ClockedTelemetry
 from telemetry.factory import BackendCache, pinned_clock
 from telemetry.settings import TelemetrySettings
@@ -56,6 +57,8 @@ def tool_factory(
             ReadSkillTool(skills),
             CurrentTimeTool(lambda: scope.as_of),
         ]
+        if settings.nezha_days:  # the one trace source so far: others' tool lists stay as they were
+            out.insert(4, QueryTracesTool(view))
         if lookup is not None:
             out.insert(0, LookupKnowledgeTool(lookup))
         return out

@@ -7,7 +7,7 @@ clock; the default window runs from the incident start the question named (else 
 the clock, the baseline is the 30 minutes before the window. Outputs are bounded (caps below); every
 citable fact is an ``evidence`` block with a stable key:
 ``anomaly:<service>:<window start>``, ``metric:<service>:<signal>:<since>``,
-``logtpl:<service>:<template id>``, ``dep:<caller>-><callee>``.
+``logtpl:<service>:<template id>``, ``dep:<caller>-><callee>`` (query_traces: ``harness/tools/traces.py``).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ ERROR_LEVELS = frozenset({"ERROR", "FATAL", "CRITICAL", "SEVERE", "ALERT", "EMER
 MODALITIES = ("metrics", "logs", "traces")
 
 
-def _bucket(ts: float) -> float:
+def bucket(ts: float) -> float:
     return ts - ts % BUCKET_S
 
 
@@ -35,7 +35,7 @@ def contiguous(buckets: list[float], window_start: float) -> list[float]:
     """The buckets of the window and those that lead up to it without a gap (ascending input)."""
     before = [b for b in buckets if b < window_start]
     keep = [b for b in buckets if b >= window_start]
-    edge = _bucket(window_start)
+    edge = bucket(window_start)
     for b in reversed(before):
         if edge - b > BUCKET_S:
             break
@@ -45,25 +45,25 @@ def contiguous(buckets: list[float], window_start: float) -> list[float]:
 
 
 def log_error_series(records: dict[str, list[LogRecord]], window_start: float) -> list[Series]:
-    captured = contiguous(sorted({_bucket(r.ts) for batch in records.values() for r in batch}), window_start)
+    captured = contiguous(sorted({bucket(r.ts) for batch in records.values() for r in batch}), window_start)
     out = []
     for service, batch in records.items():
         errors: dict[float, int] = defaultdict(int)
         for r in batch:
             if r.level.upper() in ERROR_LEVELS:
-                errors[_bucket(r.ts)] += 1
+                errors[bucket(r.ts)] += 1
         out.append(make_series(service, "log_errors", f"{service} logs", captured, [errors[b] for b in captured]))
     return out
 
 
 def span_latency_series(spans: list[Span], window_start: float) -> list[Series]:
     service_of_span = {(s.trace_id, s.span_id): s.service for s in spans}
-    captured = contiguous(sorted({_bucket(s.start) for s in spans}), window_start)
+    captured = contiguous(sorted({bucket(s.start) for s in spans}), window_start)
     served: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     for s in spans:
         parent = service_of_span.get((s.trace_id, s.parent_id)) if s.parent_id else None
         if parent != s.service:  # the span where a request enters the service
-            served[s.service][_bucket(s.start)].append(s.duration)
+            served[s.service][bucket(s.start)].append(s.duration)
     out = []
     for service, minutes in served.items():
         # A captured minute in which the service served nothing has no latency (NaN), not zero.

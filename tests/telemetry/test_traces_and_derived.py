@@ -113,3 +113,29 @@ def test_span_latency_is_that_of_the_spans_a_service_serves() -> None:
     by_service = {s.service: s for s in span_latency_series(spans, t)}
     assert by_service["gateway"].values.tolist() == pytest.approx([1.0, 0.2])
     assert by_service["orders"].values[0] == 0.5 and np.isnan(by_service["orders"].values[1])
+
+
+async def test_query_traces_shows_the_slowed_edges_behind_the_clock(trainticket_day: Path, nezha_day: Path) -> None:
+    from harness.tools.telemetry import TelemetryView
+    from harness.tools.traces import QueryTracesTool
+
+    fault = datetime(2023, 1, 29, 10, 26, 20, tzinfo=UTC).timestamp()  # an exception in ts-travel2-service
+    as_of = fault + 300
+    view = TelemetryView(ClockedTelemetry(NezhaTelemetry(trainticket_day), as_of), as_of, fault - fault % 60)
+    result = await QueryTracesTool(view).run({"service": "ts-travel2-service"})
+    assert result.status == "success", result.output
+    out = result.output
+    assert out["edges"] and all("ts-travel2-service" in e["name"].split("->") for e in out["edges"])
+    assert all(o["name"].startswith("ts-travel2-service ") for o in out["operations"])
+    first = out["evidence"][0]
+    assert first["key"] == "trace:ts-basic-service:ts-travel2-service->ts-basic-service:2023-01-29T10:26Z"
+    assert first["text"].startswith("call ts-travel2-service->ts-basic-service: 33 calls in the window, p90 0.772 s")
+    assert out["baseline_spans"] > 0 and out["spans_in_window"] > out["baseline_spans"]
+    # Nothing past the clock: the same window read an hour later holds more spans.
+    later = TelemetryView(
+        ClockedTelemetry(NezhaTelemetry(trainticket_day), as_of + 3600), as_of + 3600, view.incident_start
+    )
+    wider = await QueryTracesTool(later).run({"service": "ts-travel2-service", "end": str(as_of + 3600)})
+    assert wider.output["spans_in_window"] > out["spans_in_window"]
+    none = await QueryTracesTool(TelemetryView(NezhaTelemetry(nezha_day), as_of)).run({})
+    assert none.status == "no_data" and none.output["error"] == "the backend has no traces"
