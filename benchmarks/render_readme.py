@@ -536,7 +536,9 @@ def rca_modalities(d: dict[str, Any]) -> str:
         for name, m in sets.items()
     ]
     naive = d["naive_baseline"]
-    rows.append([f"reference baseline `{naive['tool']}`", f"{naive['as1']:.3f}", f"{naive['as3']:.3f}", *[""] * len(types)])
+    rows.append(
+        [f"reference baseline `{naive['tool']}`", f"{naive['as1']:.3f}", f"{naive['as3']:.3f}", *[""] * len(types)]
+    )
     counts = ", ".join(f"{t} {d['by_type'][t]['n']}" for t in types)
     return _table(header, rows) + f"\n\n{d['summary']['n']} faults ({counts}). " + _stamp(d)
 
