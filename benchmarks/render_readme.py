@@ -104,6 +104,38 @@ def cpu_engine(d: dict[str, Any]) -> str:
     return head + _table(["dtype", "prefill", "decode (one stream)"], rows) + "\n\n" + _stamp(d)
 
 
+def answer_breakdown(d: dict[str, Any]) -> str:
+    """One answer call of the demo question, taken apart: each part measured on its own, beside the call."""
+    call = d["answer_call_cold_s"]
+
+    def share(seconds: float) -> str:
+        return f"{seconds / call:.0%}"
+
+    rows = [
+        [f"prefill, {d['prompt_tokens']:,} prompt tokens", f"{d['prefill_s']}", share(d["prefill_s"])],
+        [
+            f"decode, {d['output_tokens']} output tokens at {d['unguided_decode_tok_per_s']} tok/s unguided",
+            f"{d['decode_s']}",
+            share(d["decode_s"]),
+        ],
+        [
+            "the schema's grammar, compiled by xgrammar alone",
+            f"{d['grammar_compile_s']}",
+            share(d["grammar_compile_s"]),
+        ],
+        ["**explained**", f"**{d['explained_s']}**", f"**{share(d['explained_s'])}**"],
+        ["**the answer call as the service sends it** (first time)", f"**{call}**", "100%"],
+    ]
+    tail = (
+        f"Guided decoding (the grammar mask), grammar already compiled: {d['guidance_overhead_s']} s over the call "
+        f"({d['guidance_overhead_per_token_ms']} ms per output token). The same call again, its grammar and "
+        f"prompt prefix cached: {d['answer_call_repeat_s']} s; a prefill served from the prefix cache: "
+        f"{d['prefill_cached_prefix_s']} s. Engine start {d['engine_load_s']} s. "
+    )
+    head = f'`{d["model"]}`, the answer-stage request of "{d["question"]}" (captured from the pipeline).\n\n'
+    return head + _table(["part", "seconds", "of the call"], rows) + "\n\n" + tail + _stamp(d)
+
+
 STAGES = [
     ("routing", "ROUTING"),
     ("planning", "PLANNING"),
@@ -379,7 +411,15 @@ def sse_load(d: dict[str, Any]) -> str:
                     str(lv["missing_events"]),
                 ]
             )
-    return _table(header, rows) + f"\n\nOn {d['machine']}. " + _stamp(d)
+    concurrent = ""
+    vllm = d["profiles"].get("vllm") or {}
+    if "1" in vllm and "4" in vllm and "content_p95_ms" in vllm["4"]:
+        ratio = vllm["4"]["content_p95_ms"] / vllm["1"]["content_p95_ms"]
+        concurrent = (
+            f"Four questions at once on the embedded model: p95 time to the answer {ratio:.2f}× one question's "
+            f"(target ≤ 2.5× — {_met(ratio <= 2.5)}). "
+        )
+    return _table(header, rows) + f"\n\nOn {d['machine']}. " + concurrent + _stamp(d)
 
 
 def sse_compare(d: dict[str, Any]) -> str:
@@ -684,6 +724,7 @@ BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "audit": ("audit.json", audit),
     "llm": ("llm.json", llm),
     "cpu_engine": ("cpu_engine.json", cpu_engine),
+    "answer_breakdown": ("answer_breakdown.json", answer_breakdown),
     "harness": ("harness.json", harness),
     "retrieval": ("retrieval.json", retrieval),
     "crosslingual_headroom": ("crosslingual_headroom.json", crosslingual_headroom),

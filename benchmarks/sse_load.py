@@ -201,7 +201,7 @@ async def summarise(
         **{
             f"{m}_{name}_ms": round(pct([r[f"{m}_ms"] for r in ok], q), 1)
             for m in MILESTONES
-            for name, q in (("p50", 0.5), ("p99", 0.99))
+            for name, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
         },
         "runs_per_s": round(len(ok) / wall, 3),
         "unreconciled": unreconciled,
@@ -399,7 +399,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--profiles", default="scripted,scripted-direct,vllm")
     parser.add_argument("--levels", default="1,8,32,64", help="concurrency levels of the scripted profile")
-    parser.add_argument("--vllm-levels", default="1,8", help="concurrency levels of the vllm profile")
+    parser.add_argument("--vllm-levels", default="1,4,8", help="concurrency levels of the vllm profile")
     parser.add_argument("--rounds", type=int, default=6, help="rounds per level (each round = one run per session)")
     # 16 = two runs per session at 8: one long run (a retry round) then no longer sets the whole wall time.
     parser.add_argument("--vllm-runs", type=int, default=16, help="the vllm profile's fixed workload per level")
