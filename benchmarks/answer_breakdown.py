@@ -166,9 +166,9 @@ def measure(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "--measure":
+    if len(sys.argv) > 1 and sys.argv[1] == "--measure":  # the engine's process: request in, figures out
         request = json.loads(Path(sys.argv[2]).read_text(encoding="utf-8"))
-        print(json.dumps(measure(request)))
+        Path(sys.argv[3]).write_text(json.dumps(measure(request)), encoding="utf-8")
         return
     from deployments.config import load_config
 
@@ -177,14 +177,20 @@ def main() -> None:
     request = asyncio.run(capture(QUESTION))
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as fh:
         json.dump(request, fh)
+    figures_file = Path(fh.name + ".out")
     done = subprocess.run(
-        [sys.executable, __file__, "--measure", fh.name], capture_output=True, text=True, check=False, cwd=ROOT
+        [sys.executable, __file__, "--measure", fh.name, str(figures_file)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
     )
     os.unlink(fh.name)
-    if done.returncode:
+    if done.returncode or not figures_file.exists():
         sys.stderr.write(done.stderr[-4000:])
-        raise SystemExit(done.returncode)
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
+        raise SystemExit(done.returncode or 1)
+    figures = json.loads(figures_file.read_text(encoding="utf-8"))
+    figures_file.unlink()
     result = {
         "question": QUESTION,
         "model": model,
