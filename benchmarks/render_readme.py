@@ -761,6 +761,7 @@ def headline(files: dict[str, dict[str, Any]]) -> str:
     rca, retr, routing_ = files["rca.json"], files["retrieval.json"], files["routing.json"]
     rs, tools = rca["summary"], rca["tools_only"]
     tt = files["rca_trainticket.json"]
+    brk = files["answer_breakdown.json"]
     tt_all, tt_metrics = tt["tools_by_modality"]["metrics+logs+traces"], tt["tools_by_modality"]["metrics"]
     lat, sse, aud = files["rag_latency.json"], files["sse_load.json"], files["audit.json"]
     llm_ = files["llm.json"]["models"][files["llm.json"]["default_model"]]
@@ -816,6 +817,13 @@ def headline(files: dict[str, dict[str, Any]]) -> str:
             run["commit"],
         ],
         [
+            "[One answer call, taken apart](docs/benchmarks.md): the demo question's answer-stage request",
+            f"{brk['answer_call_cold_s']} s: prefill {brk['prefill_s']} s, decode {brk['decode_s']} s "
+            f"({brk['output_tokens']} tokens), grammar compile {brk['grammar_compile_s']} s",
+            f"≥ 90% explained — {_met(brk['explained_share'] >= 0.9)} ({brk['explained_share']:.0%})",
+            brk["commit"],
+        ],
+        [
             f"[Knowledge lookup](docs/retrieval.md) p50, {lat['chunks']:,} chunks in Milvus Lite",
             f"{lat['lookup_p50_ms']} ms",
             f"≤ {LOOKUP_P50_MS} ms — {_met(lat['lookup_p50_ms'] <= LOOKUP_P50_MS)}",
@@ -860,6 +868,7 @@ SUMMARIES: dict[str, tuple[tuple[str, ...], Callable[[dict[str, dict[str, Any]]]
             "diagnosis_correctness.json",
             "rca.json",
             "rca_trainticket.json",
+            "answer_breakdown.json",
             "retrieval.json",
             "routing.json",
             "rag_latency.json",
