@@ -48,8 +48,13 @@ def about_the_question(ledger: dict[str, LedgerEntry], has_telemetry: bool) -> d
     return {
         k: e
         for k, e in ledger.items()
-        if not (e.tool_name == "lookup_knowledge" and e.args.get("query") in _CATEGORY_QUERY_SET)
+        if not (e.tool_name == "lookup_knowledge" and _category_lookup(e.args.get("query")))
     }
+
+
+def _category_lookup(query: object) -> bool:
+    # A model's own call may carry any JSON as its query (an object, a list): never hash it blindly.
+    return isinstance(query, str) and query in _CATEGORY_QUERY_SET
 
 
 QUESTION_CHARS = 500  # a lookup of the question itself gets this much of it

@@ -155,3 +155,29 @@ async def test_repeated_tool_calls_run_once_then_the_model_must_answer() -> None
     assert runs == 1
     # round 1 runs the tool, round 2 repeats it (skipped), round 3 must answer without tools
     assert executor_rounds[:3] == [True, True, False]
+
+
+async def test_a_tool_call_whose_query_is_an_object_does_not_fail_the_run() -> None:
+    """A small model in the constructed flow's tool round once called lookup_knowledge with an object as
+    its query, on a question about a component with no telemetry: filtering the playbook's category
+    lookups hashed that object and the run ended FAILED (INTERNAL). The one outcome now: an answer."""
+    from harness.rules_model import RulesModel
+    from harness.wiring import build_pipeline
+    from telemetry.settings import TelemetrySettings
+    from tests.harness.test_rules_model import OneRunbook
+
+    class ObjectQuery(RulesModel):
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            props = (request.json_schema or {}).get("properties", {})
+            if request.stage == "executor" and request.tools and "done" in props:
+                return ModelResponse(
+                    "", tool_calls=[ToolCall("c1", "lookup_knowledge", {"query": {"text": "etcd"}})], usage=Usage(1, 1)
+                )
+            return await super().complete(request)
+
+    demo = TelemetrySettings(clock="2026-11-30T10:15:00Z")
+    pipeline = build_pipeline(ListSink(), HarnessSettings(max_tool_steps=2), demo, ObjectQuery(), OneRunbook(True))
+    events = await _run(pipeline, "etcd members report slow fsync and leader elections; root cause?")
+    assert not any(isinstance(e, FailureEvent) for e in events)
+    content = next(e for e in events if isinstance(e, ContentEvent))
+    assert (content.content_type, events[-1].outcome) == ("DIAGNOSIS_REPORT", "SUCCESS")
