@@ -10,7 +10,8 @@ benchmarks/results/sse_load.json and sse_load.png.
 
 Profiles: ``scripted`` (llm.backend scripted: zero model time; what remains is the service),
 ``scripted-direct`` (the same with server.direct_ingress: clients reach the ingress replica's own HTTP
-server, no proxy hop) and ``vllm`` (the embedded vLLM model on CPU; slow here, so fewer levels).
+server, no proxy hop) and ``vllm`` (the app `make run` starts: `configs/serve.local.yaml`'s engine, harness
+budgets and demo telemetry; slow here, so fewer levels).
 
     python benchmarks/sse_load.py [--profiles scripted,scripted-direct,vllm] [--levels 1,8,32,64]
 """
@@ -33,6 +34,7 @@ from typing import Any
 
 import aiohttp
 import httpx
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -249,9 +251,19 @@ def start_app(profile: str, work: Path, port: int, extra: dict[str, Any] | None 
     from deployments.runtime import start_ray
 
     llm: dict[str, Any] = {"backend": "scripted"}  # scripted and scripted-direct
+    local: dict[str, Any] = {}
     if profile == "vllm":
-        llm = {"backend": "vllm", "model": os.environ.get("RAYDIAG_BENCH_MODEL", "qwen2.5-coder-0.5b-instruct")}
-        llm.update({"model_root": str(ROOT / "var" / "models"), "max_model_len": 8192, "num_cpus": 1})
+        # The app `make run` starts: its engine, harness budgets and telemetry (the demo incident's clock).
+        local = yaml.safe_load((ROOT / "configs" / "serve.local.yaml").read_text(encoding="utf-8"))
+        llm = {**local["llm"], "model_root": str(ROOT / local["llm"]["model_root"])}
+        llm["model"] = os.environ.get("RAYDIAG_BENCH_MODEL", llm["model"])
+        local = {k: local[k] for k in ("harness", "telemetry") if k in local}
+        local["telemetry"] = {
+            **local.get("telemetry", {}),
+            **{
+                k: [str(ROOT / p) for p in local.get("telemetry", {}).get(k, [])] for k in ("log_roots", "metric_roots")
+            },
+        }
     cfg = parse_config(
         {
             "server": {"host": "127.0.0.1", "port": port, **(extra or {}).get("server", {})},
@@ -268,6 +280,7 @@ def start_app(profile: str, work: Path, port: int, extra: dict[str, Any] | None 
                 "spill_path": str(work / "spill.jsonl"),
                 **(extra or {}).get("audit", {}),
             },
+            **local,
         },
         f"sse-load-{profile}",
         env={},
