@@ -97,14 +97,14 @@ def measure(request: dict[str, Any]) -> dict[str, Any]:
     from vllm.sampling_params import StructuredOutputsParams
 
     from deployments.config import load_config
-    from deployments.llm import cpu_engine_env
+    from deployments.llm import cpu_engine_env, engine_dtype
 
     settings = load_config(str(CONFIG)).llm
     os.environ.update(cpu_engine_env(settings))
     started = time.perf_counter()
     llm = LLM(
         model=str(ROOT / settings.model_root / settings.model),
-        dtype=settings.dtype,
+        dtype=engine_dtype(settings),
         max_model_len=settings.max_model_len,
         enable_prefix_caching=settings.enable_prefix_caching,
         enforce_eager=True,

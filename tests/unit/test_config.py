@@ -91,3 +91,18 @@ def test_direct_ingress_reaches_the_environment_ray_starts_with(monkeypatch: pyt
 def test_direct_ingress_port_range_is_checked() -> None:
     with pytest.raises(ConfigError, match="direct_ingress_ports"):
         parse_config({"server": {"direct_ingress_ports": [31000, 30000]}}, "t", env={})
+
+
+def test_the_engine_dtype_follows_the_cpu_features(tmp_path: Path) -> None:
+    from deployments.config import LLMSettings
+    from deployments.llm import cpu_flags, engine_dtype
+
+    auto = LLMSettings(dtype="cpu-features")
+    assert engine_dtype(auto, {"avx2", "avx512f", "avx512_bf16"}) == "float32"  # this project's AMD EPYC
+    assert engine_dtype(auto, {"avx512f", "amx_bf16", "amx_tile"}) == "bfloat16"  # a Xeon with AMX
+    assert engine_dtype(LLMSettings(dtype="float32"), {"amx_bf16"}) == "float32"  # a set dtype is kept
+    assert engine_dtype(LLMSettings(dtype="cpu-features", device="cuda"), set()) == "bfloat16"
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 amx_bf16\n\nprocessor\t: 1\nflags\t\t: fpu\n")
+    assert cpu_flags(info) == {"fpu", "sse", "avx2", "amx_bf16"}
+    assert cpu_flags(tmp_path / "missing") == set()
