@@ -24,7 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from deployments.config import LLMSettings  # noqa: E402
+from deployments.config import LLMSettings, load_config  # noqa: E402
 from deployments.provenance import stamp  # noqa: E402
 from harness.model import Message, ModelRequest  # noqa: E402
 
@@ -91,9 +91,10 @@ async def bare_engine(settings: LLMSettings, model_dir: str, max_tokens: int) ->
     from vllm import SamplingParams
     from vllm.v1.engine.async_llm import AsyncLLM
 
-    from deployments.llm import engine_args
+    from deployments.llm import cpu_engine_env, engine_args
 
-    os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(int(max(1, settings.kv_cache_gib)))
+    if settings.device == "cpu":
+        os.environ.update(cpu_engine_env(settings))  # as the deployment's replica does
     engine = AsyncLLM.from_engine_args(engine_args(settings, model_dir))
     tok = engine.get_tokenizer()
 
@@ -125,17 +126,29 @@ def main() -> None:
     from deployments.model_pull import MODELS, pull
 
     model_dir = str(pull(args.model, Path(args.model_root))) if args.model in MODELS else args.model
+    # The engine as the default config sets it up (dtype, thread binding): until 2026-12-06 this took
+    # LLMSettings' own default, bfloat16, which on this project's CPUs is the slow path.
+    local = load_config(env={}).llm
     settings = LLMSettings(
         backend="vllm",
         model=args.model,
         device=args.device,
+        dtype=local.dtype,
+        cpu_threads_bind=local.cpu_threads_bind,
         max_model_len=4096,
         kv_cache_gib=2,
         num_cpus=1,
         num_gpus=1 if args.device == "cuda" else 0,
         request_timeout_s=BENCH_TIMEOUT_S,
     )
-    result: dict[str, Any] = {"model": args.model, "device": args.device, "max_tokens": args.max_tokens}
+    from deployments.llm import engine_dtype
+
+    result: dict[str, Any] = {
+        "model": args.model,
+        "device": args.device,
+        "dtype": engine_dtype(settings),
+        "max_tokens": args.max_tokens,
+    }
     result.update(asyncio.run(through_deployment(settings, model_dir, args.max_tokens)))
     result.update(asyncio.run(bare_engine(settings, model_dir, args.max_tokens)))
     result["concurrency8_over_single"] = round(result["concurrent8_tok_per_s"] / result["single_tok_per_s"], 2)
