@@ -82,7 +82,11 @@ def llm(d: dict[str, Any]) -> str:
         row("bare engine, 8 concurrent", lambda r: f"{r['bare_concurrent8_tok_per_s']} tok/s"),
         row("deployment / bare at 8 concurrent", lambda r: f"{r['deployment_over_bare']}", "≥ 0.90"),
     ]
-    header = ["metric", *[f"`{n}`{' (default)' if n == default else ''} on {d['models'][n]['device']}" for n in names]]
+
+    def where(r: dict[str, Any]) -> str:
+        return f"{r['device']}, {r['dtype']}" if r.get("dtype") else r["device"]  # older runs kept no dtype
+
+    header = ["metric", *[f"`{n}`{' (default)' if n == default else ''} on {where(d['models'][n])}" for n in names]]
     met = [
         f"`{n}`: 8 concurrent ≥ 4× single — {_met(r['concurrency8_over_single'] >= 4)}; deployment / bare ≥ 0.90 — "
         f"{_met(r['deployment_over_bare'] >= 0.9)}"
