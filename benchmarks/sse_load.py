@@ -251,19 +251,15 @@ def start_app(profile: str, work: Path, port: int, extra: dict[str, Any] | None 
     from deployments.runtime import start_ray
 
     llm: dict[str, Any] = {"backend": "scripted"}  # scripted and scripted-direct
-    local: dict[str, Any] = {}
+    app_sections: dict[str, Any] = {}
     if profile == "vllm":
         # The app `make run` starts: its engine, harness budgets and telemetry (the demo incident's clock).
         local = yaml.safe_load((ROOT / "configs" / "serve.local.yaml").read_text(encoding="utf-8"))
         llm = {**local["llm"], "model_root": str(ROOT / local["llm"]["model_root"])}
         llm["model"] = os.environ.get("RAYDIAG_BENCH_MODEL", llm["model"])
-        local = {k: local[k] for k in ("harness", "telemetry") if k in local}
-        local["telemetry"] = {
-            **local.get("telemetry", {}),
-            **{
-                k: [str(ROOT / p) for p in local.get("telemetry", {}).get(k, [])] for k in ("log_roots", "metric_roots")
-            },
-        }
+        telemetry = local.get("telemetry", {})
+        roots = {k: [str(ROOT / p) for p in telemetry.get(k, [])] for k in ("log_roots", "metric_roots")}
+        app_sections = {"harness": local.get("harness", {}), "telemetry": {**telemetry, **roots}}
     cfg = parse_config(
         {
             "server": {"host": "127.0.0.1", "port": port, **(extra or {}).get("server", {})},
@@ -280,7 +276,7 @@ def start_app(profile: str, work: Path, port: int, extra: dict[str, Any] | None 
                 "spill_path": str(work / "spill.jsonl"),
                 **(extra or {}).get("audit", {}),
             },
-            **local,
+            **app_sections,
         },
         f"sse-load-{profile}",
         env={},

@@ -121,15 +121,15 @@ def telemetry_for(case: Case, modalities: tuple[str, ...] = MODALITY_SETS["metri
 
 
 async def tools_only(
-    case: Case, delay_s: float, factories: dict[Path, ToolFactory], modalities: tuple[str, ...] | None = None
+    case: Case, delay_s: float, factories: dict[Path, ToolFactory], modalities: tuple[str, ...]
 ) -> tuple[list[str], str]:
     """rank_anomalies alone, on the window the question names, at the case's clock. One tool factory
     per day: its backend reads the day's files once for all of the day's faults."""
     start = case.t0 - case.t0 % 60
     if case.day_dir not in factories:
         factories[case.day_dir] = tool_factory(telemetry_for(case), load_skills())
-    settings = telemetry_for(case, modalities) if modalities else None
-    tools = {t.name: t for t in factories[case.day_dir](RunScope(case.t0 + delay_s, start, settings))}
+    scope = RunScope(case.t0 + delay_s, start, telemetry_for(case, modalities))
+    tools = {t.name: t for t in factories[case.day_dir](scope)}
     result = await tools["rank_anomalies"].run({})
     ranking = result.output.get("ranking") or []
     return [str(r["service"]) for r in ranking], str(ranking[0]["suspected_category"]) if ranking else "unknown"
@@ -252,11 +252,12 @@ async def evaluate(
     cases = cases[:limit] if limit else cases
     delay_s = delay_min * 60
     factories: dict[Path, ToolFactory] = {}
-    tools = [await tools_only(c, delay_s, factories) for c in cases]
-    by_modality = {}
-    for name, modalities in MODALITY_SETS.items():
-        ranked = [await tools_only(c, delay_s, factories, modalities) for c in cases]
-        by_modality[name] = modality_summary(cases, ranked)
+    ranked = {
+        name: [await tools_only(c, delay_s, factories, modalities) for c in cases]
+        for name, modalities in MODALITY_SETS.items()
+    }
+    by_modality = {name: modality_summary(cases, r) for name, r in ranked.items()}
+    tools = ranked["metrics+logs+traces"]  # what the service's tools rank by default (telemetry_for's)
     if diagnose is None:
         rows = [
             {

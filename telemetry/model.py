@@ -63,6 +63,13 @@ class Span:
         return self.end - self.start
 
 
+def with_callers(spans: list[Span]) -> list[tuple[Span, str | None]]:
+    """Each span with the service of its parent span (None for a trace's first span, or a parent the
+    list does not hold): where a parent's service differs, that service called this one."""
+    service_of = {(s.trace_id, s.span_id): s.service for s in spans}
+    return [(s, service_of.get((s.trace_id, s.parent_id)) if s.parent_id else None) for s in spans]
+
+
 @dataclass(frozen=True)
 class Edge:
     caller: str

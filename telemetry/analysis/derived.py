@@ -20,7 +20,7 @@ from collections import defaultdict
 import numpy as np
 
 from telemetry.backends.common import make_series
-from telemetry.model import LogRecord, Series, Span, TelemetryBackend
+from telemetry.model import LogRecord, Series, Span, TelemetryBackend, with_callers
 
 BUCKET_S = 20.0
 ERROR_LEVELS = frozenset({"ERROR", "FATAL", "CRITICAL", "SEVERE", "ALERT", "EMERG", "EMERGENCY"})
@@ -57,11 +57,9 @@ def log_error_series(records: dict[str, list[LogRecord]], window_start: float) -
 
 
 def span_latency_series(spans: list[Span], window_start: float) -> list[Series]:
-    service_of_span = {(s.trace_id, s.span_id): s.service for s in spans}
     captured = contiguous(sorted({bucket(s.start) for s in spans}), window_start)
     served: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for s in spans:
-        parent = service_of_span.get((s.trace_id, s.parent_id)) if s.parent_id else None
+    for s, parent in with_callers(spans):
         if parent != s.service:  # the span where a request enters the service
             served[s.service][bucket(s.start)].append(s.duration)
     out = []

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from telemetry.analysis.derived import bucket, contiguous
-from telemetry.model import Span
+from telemetry.model import Span, with_callers
 
 
 @dataclass
@@ -43,10 +43,8 @@ def baseline_spans(spans: list[Span], window_start: float) -> list[Span]:
 
 def _edge_durations(spans: list[Span]) -> dict[str, list[float]]:
     """``caller->callee``: the durations of the callee's spans whose parent span is the caller's."""
-    service_of = {(s.trace_id, s.span_id): s.service for s in spans}
     out: dict[str, list[float]] = defaultdict(list)
-    for s in spans:
-        caller = service_of.get((s.trace_id, s.parent_id)) if s.parent_id else None
+    for s, caller in with_callers(spans):
         if caller and caller != s.service:
             out[f"{caller}->{s.service}"].append(s.duration)
     return out

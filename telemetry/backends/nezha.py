@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from telemetry.backends.common import Lazy, make_series, number, series_in, utc_seconds
-from telemetry.model import Edge, Inventory, LogRecord, Series, Span, service_of
+from telemetry.model import Edge, Inventory, LogRecord, Series, Span, service_of, with_callers
 
 log = logging.getLogger(__name__)
 
@@ -192,10 +192,8 @@ def _read_spans(day: Path) -> list[Span]:
 
 def span_edges(spans: list[Span]) -> list[Edge]:
     """Caller → callee pairs: a span's service calls the service of each child span it has."""
-    by_id = {(s.trace_id, s.span_id): s.service for s in spans}
     edges: dict[Edge, None] = {}
-    for s in spans:
-        caller = by_id.get((s.trace_id, s.parent_id)) if s.parent_id else None
+    for s, caller in with_callers(spans):
         if caller and caller != s.service:
             edges[Edge(caller, s.service)] = None
     return list(edges)
@@ -212,6 +210,7 @@ class NezhaTelemetry:
             raise FileNotFoundError(f"{self.day} has no metric/*_metric.csv: not a Nezha day folder")
         self._metrics = Lazy(lambda: _read_metrics(self.day))
         self._logs = Lazy(lambda: _read_logs(self.day))
+        self._has_traces = bool(_csv_files(self.day / "trace", "_trace.csv"))
         self._spans = Lazy(lambda: _read_spans(self.day))
         self._span_edges = Lazy(lambda: span_edges(self._spans.get_sync()))
 
@@ -234,12 +233,13 @@ class NezhaTelemetry:
         return sorted(await self._logs.get())
 
     async def edges(self) -> list[Edge]:
-        services = set((await self._metrics.get()).services)
+        day = await self._metrics.get()
+        services = set(day.services)
         traced = [e for e in await self._span_edges.get() if e.caller in services and e.callee in services]
-        return list(dict.fromkeys([*(await self._metrics.get()).edges, *traced]))
+        return list(dict.fromkeys([*day.edges, *traced]))
 
     async def spans(self, start: float, end: float) -> list[Span] | None:
-        if not _csv_files(self.day / "trace", "_trace.csv"):
+        if not self._has_traces:
             return None
         spans = await self._spans.get()
         lo = bisect.bisect_left(spans, start, key=lambda s: s.start)
