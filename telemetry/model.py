@@ -43,6 +43,7 @@ class LogRecord:
     instance: str
     level: str
     message: str
+    span_id: str = ""  # the span the line was written under, where the logger records it (trace context)
 
 
 @dataclass(frozen=True, slots=True)

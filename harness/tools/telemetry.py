@@ -19,6 +19,7 @@ from harness.tools.base import ToolResult
 from telemetry.analysis.derived import MODALITIES
 from telemetry.analysis.deviation import Deviation, deviation, downsample
 from telemetry.analysis.drain import Drain
+from telemetry.analysis.lost_events import SIGNAL as SIGNAL_LOST_EVENTS
 from telemetry.analysis.ranking import ServiceAnomaly, rank_anomalies
 from telemetry.backends.prometheus import PrometheusError
 from telemetry.clock import TimeSpecError, Window, baseline_window, iso, minute, parse_span, resolve_window
@@ -86,7 +87,8 @@ def _fmt(value: float | None, unit: str) -> str:
 
 def _deviation_text(d: Deviation) -> str:
     unit = signal_spec(d.signal).unit
-    where = f" ({d.instance})" if "->" in d.instance else ""
+    # An edge or a lost event says what deviated; a pod name is only where.
+    where = f" ({d.instance})" if "->" in d.instance or d.signal == SIGNAL_LOST_EVENTS else ""
     since = f" since {minute(d.onset)}" if d.onset is not None else ""
     return (
         f"{d.signal}{where} {_fmt(d.baseline_median, unit)} -> {_fmt(d.peak, unit)}, "
@@ -118,7 +120,7 @@ class RankAnomaliesTool(_TelemetryTool):
     name = "rank_anomalies"
     description = (
         "Rank services by how far their metrics, error log lines and span latencies in the window deviate from their "
-        "own baseline (robust deviation), "
+        "own baseline (robust deviation), and by log lines or calls their requests stopped making, "
         "blaming the service at the bottom of a slow call chain rather than its callers. Each entry: the deviating "
         "signals, since when, and the suspected fault category. Call this first."
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -70,22 +71,39 @@ def span_latency_series(spans: list[Span], window_start: float) -> list[Series]:
     return out
 
 
-async def derived_series(
-    backend: TelemetryBackend, start: float, window_start: float, end: float, modalities: tuple[str, ...] = MODALITIES
-) -> list[Series]:
-    """The log and trace signals in ``[start, end]`` of the services the backend has metrics for (a
+@dataclass
+class LogsAndSpans:
+    """What a backend holds of a window beside its metrics: each service's log lines and every span."""
+
+    records: dict[str, list[LogRecord]] = field(default_factory=dict)
+    spans: list[Span] = field(default_factory=list)
+
+    @property
+    def lines(self) -> list[LogRecord]:
+        return [r for batch in self.records.values() for r in batch]
+
+
+async def logs_and_spans(
+    backend: TelemetryBackend, start: float, end: float, modalities: tuple[str, ...] = MODALITIES
+) -> LogsAndSpans:
+    """The log lines and spans in ``[start, end]`` of the services the backend has metrics for (a
     log-only source, such as a Loghub file, is not a service of the system being ranked)."""
-    out: list[Series] = []
+    out = LogsAndSpans()
     known = set(await backend.services())
     if "logs" in modalities:
         services = [svc for svc in await backend.log_services() if svc in known]
         batches = await asyncio.gather(*(backend.logs(svc, start, end) for svc in services))
-        records = {svc: batch for svc, batch in zip(services, batches, strict=True) if batch}
-        out.extend(log_error_series(records, window_start))
+        out.records = {svc: batch for svc, batch in zip(services, batches, strict=True) if batch}
     if "traces" in modalities:
-        spans = await backend.spans(start, end)
-        if spans:
-            out.extend(
-                await asyncio.to_thread(span_latency_series, [s for s in spans if s.service in known], window_start)
-            )
+        out.spans = [s for s in await backend.spans(start, end) or [] if s.service in known]
+    return out
+
+
+async def derived_series(data: LogsAndSpans, window_start: float) -> list[Series]:
+    """The log and trace signals of ``data`` as per-bucket series."""
+    out: list[Series] = []
+    if data.records:
+        out.extend(log_error_series(data.records, window_start))
+    if data.spans:
+        out.extend(await asyncio.to_thread(span_latency_series, data.spans, window_start))
     return out

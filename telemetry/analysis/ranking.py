@@ -4,12 +4,14 @@ of them the call graph says is the likely origin.
 Method (measured in benchmarks/anomaly_ranking.py):
 1. Per service, every *own* signal (``telemetry/signals.py``: resources, the latency it serves, its
    errors, and ``call_latency`` — how slow its callers find it) gets a robust deviation per instance
-   (``deviation.py``); the service's own score is log(1 + the largest weighted deviation).
+   (``deviation.py``), plus the signals derived from its logs and spans (``derived.py``) and the events
+   its requests stopped having (``lost_events.py``); the service's own score is log(1 + the largest
+   weighted deviation).
 2. Propagation over the call graph: a caller is slow when its callee is, so a service's score is
    discounted by half of the largest own score among its callees (capped at its own). The service
    at the bottom of a slow call chain stays on top; its callers sink.
-3. A suspected fault category from the deviating signals: CPU → cpu; callers see it slow while it
-   serves fast → network; errors → code; memory → memory; otherwise unknown.
+3. A suspected fault category from the deviating signals: errors or lost events → code; CPU → cpu;
+   callers see it slow while it serves fast → network; memory → memory; otherwise unknown.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import asyncio
 import math
 from dataclasses import dataclass, field
 
-from telemetry.analysis.derived import MODALITIES, derived_series
+from telemetry.analysis.derived import MODALITIES, derived_series, logs_and_spans
 from telemetry.analysis.deviation import ANOMALY_THRESHOLD, Deviation, deviation
+from telemetry.analysis.lost_events import lost_event_deviations
 from telemetry.clock import Window
 from telemetry.model import Edge, Series, TelemetryBackend
 from telemetry.signals import SIGNALS, signal_spec
@@ -52,6 +55,10 @@ def _best_by_signal(devs: list[Deviation]) -> dict[str, Deviation]:
     return best
 
 
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0%}"
+
+
 def categorize(devs: list[Deviation]) -> tuple[str, str]:
     """The likely kind of fault behind one service's deviations, with the reason in words."""
     best = _best_by_signal(devs)
@@ -64,6 +71,11 @@ def categorize(devs: list[Deviation]) -> tuple[str, str]:
         return "code", f"error rate deviates {score('error_rate'):.0f}x its baseline spread"
     if score("log_errors") >= ANOMALY_THRESHOLD and score("log_errors") >= score("cpu"):
         return "code", f"error log lines deviate {score('log_errors'):.0f}x their baseline spread"
+    if score("lost_events") >= ANOMALY_THRESHOLD and score("lost_events") >= score("cpu"):
+        lost = best["lost_events"]
+        return "code", (
+            f"{lost.instance}: on {_share(lost.baseline_median)} of these requests before, {_share(lost.peak)} after"
+        )
     if score("cpu") >= ANOMALY_THRESHOLD:
         return "cpu", f"CPU deviates {score('cpu'):.0f}x its baseline spread"
     if score("call_latency") >= ANOMALY_THRESHOLD and score("call_latency") > 2 * served:
@@ -121,18 +133,23 @@ async def collect_deviations(
 ) -> list[Deviation]:
     """Every service's deviation in every signal (the catalogue's and the backend's own metric names),
     one backend query per signal for all services at once, plus the signals derived from its logs and
-    traces (``derived.py``) when ``signals`` is not given."""
+    traces (``derived.py``) and the events its requests stopped having (``lost_events.py``) when
+    ``signals`` is not given."""
     derived: list[Series] = []
+    lost: list[Deviation] = []
     if signals is None:
         services = await backend.services()
         own = await asyncio.gather(*(backend.signals(svc) for svc in services))
         signals = (
             list(dict.fromkeys([*SIGNALS, *(n for names in own for n in names)])) if "metrics" in modalities else []
         )
-        derived = await derived_series(backend, baseline.start, window.start, window.end, modalities)
+        data = await logs_and_spans(backend, baseline.start, window.end, modalities)
+        derived = await derived_series(data, window.start)
+        if data.spans:
+            lost = await asyncio.to_thread(lost_event_deviations, data.spans, data.lines, window)
     results = await asyncio.gather(*(backend.series(n, baseline.start, window.end) for n in signals))
     every = [s for batch in results for s in batch] + derived
-    return [deviation(s, window, baseline, signal_spec(s.signal)) for s in every]
+    return [deviation(s, window, baseline, signal_spec(s.signal)) for s in every] + lost
 
 
 async def rank_anomalies(

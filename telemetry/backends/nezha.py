@@ -160,7 +160,7 @@ def _read_logs(day: Path) -> dict[str, list[LogRecord]]:
                     ts = utc_seconds(r.get("Timestamp", "")[:19], "%Y-%m-%dT%H:%M:%S")
                 level, message = _message(r.get("Log", ""))
                 service = service_of(pod)
-                out.setdefault(service, []).append(LogRecord(ts, service, pod, level, message))
+                out.setdefault(service, []).append(LogRecord(ts, service, pod, level, message, r.get("SpanID") or ""))
     for records in out.values():
         records.sort(key=lambda rec: rec.ts)
     return out
