@@ -751,7 +751,9 @@ BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
 
 
 # Targets stated by the benchmarks' own sections (docs/benchmarks.md), used by the headline table.
-RCA_TARGETS = {"as1": 0.5, "as3": 0.65}
+# Issue 37's bars: the OnlineBoutique day kept where it is, TrainTicket lifted to 0.6, AS@3 at the
+# held-out days' 0.8 on both.
+RCA_TARGETS = {"onlineboutique": {"as1": 0.75, "as3": 0.8}, "trainticket": {"as1": 0.6, "as3": 0.8}}
 SSE_STATUS_P99_MS = 100  # first `status` p99 at 32 sessions through Serve's proxy (scripted profile)
 LOOKUP_P50_MS = 60
 
@@ -764,6 +766,7 @@ def headline(files: dict[str, dict[str, Any]]) -> str:
     s, t = run["summary"], run["summary"]["targets"]
     rca, retr, routing_ = files["rca.json"], files["retrieval.json"], files["routing.json"]
     rs, tools = rca["summary"], rca["tools_only"]
+    ob_target, tt_target = RCA_TARGETS["onlineboutique"], RCA_TARGETS["trainticket"]
     tt = files["rca_trainticket.json"]
     brk = files["answer_breakdown.json"]
     tt_all, tt_metrics = tt["tools_by_modality"]["metrics+logs+traces"], tt["tools_by_modality"]["metrics"]
@@ -788,8 +791,8 @@ def headline(files: dict[str, dict[str, Any]]) -> str:
             f"[Root-cause accuracy](docs/evaluation.md): {rs['n']} labelled faults of a Nezha OnlineBoutique "
             "day, whole pipeline (the anomaly ranking alone)",
             f"AS@1 {rs['as1']:.3f} ({tools['as1']:.3f}), AS@3 {rs['as3']:.3f} ({tools['as3']:.3f})",
-            f"AS@1 ≥ {RCA_TARGETS['as1']}, AS@3 ≥ {RCA_TARGETS['as3']} — "
-            f"{_met(rs['as1'] >= RCA_TARGETS['as1'] and rs['as3'] >= RCA_TARGETS['as3'])}; AS@1 not below the "
+            f"AS@1 ≥ {ob_target['as1']}, AS@3 ≥ {ob_target['as3']} — "
+            f"{_met(rs['as1'] >= ob_target['as1'] and rs['as3'] >= ob_target['as3'])}; AS@1 not below the "
             f"ranking's — {_met(rs['as1'] >= tools['as1'])}",
             rca["commit"],
         ],
@@ -797,8 +800,8 @@ def headline(files: dict[str, dict[str, Any]]) -> str:
             f"[Root-cause accuracy](docs/evaluation.md): {tt['summary']['n']} labelled faults of a Nezha "
             "TrainTicket day, the anomaly ranking alone on metrics, logs and traces (metrics alone)",
             f"AS@1 {tt_all['as1']:.3f} ({tt_metrics['as1']:.3f}), AS@3 {tt_all['as3']:.3f} ({tt_metrics['as3']:.3f})",
-            f"AS@1 ≥ {RCA_TARGETS['as1']}, AS@3 ≥ {RCA_TARGETS['as3']} — "
-            f"{_met(tt_all['as1'] >= RCA_TARGETS['as1'] and tt_all['as3'] >= RCA_TARGETS['as3'])}",
+            f"AS@1 ≥ {tt_target['as1']}, AS@3 ≥ {tt_target['as3']} — "
+            f"{_met(tt_all['as1'] >= tt_target['as1'] and tt_all['as3'] >= tt_target['as3'])}",
             tt["commit"],
         ],
         [
