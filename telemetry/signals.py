@@ -40,7 +40,8 @@ SIGNALS: dict[str, Signal] = {
         # deviation (p99 of a minute is noisy): chosen on the TrainTicket dev day (docs/telemetry.md).
         Signal("log_errors", "lines", +1, 1.0, True, 8.0, "error-level log lines per 20-s bucket (from its logs)"),
         # An event a service's requests stopped having (lost_events.py) is a code fault's own trace, as
-        # strong as its error lines: weight chosen on the TrainTicket dev day (4: AS@1 0.5, 8: 0.571, 16: 0.464).
+        # strong as its error lines: weight chosen on the TrainTicket dev day, tools-only
+        # (AS@1 at 3: 0.464, 4 and 5: 0.5, 8: 0.571, 12: 0.536, 16: 0.5).
         Signal(
             "lost_events",
             "share",
