@@ -57,7 +57,7 @@ def tool_factory(
             ReadSkillTool(skills),
             CurrentTimeTool(lambda: scope.as_of),
         ]
-        if settings.nezha_days:  # the one trace source so far: others' tool lists stay as they were
+        if settings.nezha_days or settings.jaeger.url:  # the trace sources: others' tool lists stay as they were
             out.insert(4, QueryTracesTool(view))
         if lookup is not None:
             out.insert(0, LookupKnowledgeTool(lookup))

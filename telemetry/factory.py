@@ -6,6 +6,7 @@ import threading
 from pathlib import Path
 
 from telemetry.backends.files import FileTelemetry
+from telemetry.backends.jaeger import JaegerTelemetry
 from telemetry.backends.nezha import NezhaTelemetry
 from telemetry.backends.prometheus import PrometheusTelemetry
 from telemetry.clock import parse_instant
@@ -28,6 +29,8 @@ def build_backend(settings: TelemetrySettings) -> TelemetryBackend:
     )
     if not logs_only:
         parts += [NezhaTelemetry(Path(day)) for day in settings.nezha_days]
+    if settings.jaeger.url:
+        parts.append(JaegerTelemetry(settings.jaeger))
     return parts[0] if len(parts) == 1 else CompositeTelemetry(parts, name=settings.backend)
 
 

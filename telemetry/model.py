@@ -23,6 +23,11 @@ def service_of(pod: str) -> str:
     return m.group("service") if m else pod
 
 
+class BackendUnavailable(RuntimeError):
+    """A remote backend (Prometheus, Jaeger) answered with an error or could not be reached: a tool turns
+    it into an error value naming the call, never a failed run."""
+
+
 @dataclass
 class Series:
     service: str

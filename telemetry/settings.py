@@ -97,6 +97,22 @@ class PrometheusSettings(BaseModel):
     )
 
 
+class JaegerSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = Field(
+        default=None,
+        description="Jaeger query service base URL (its HTTP API, e.g. http://127.0.0.1:16686); None: no Jaeger.",
+    )
+    timeout_s: float = Field(default=10.0, gt=0, description="Timeout of one HTTP call.")
+    traces_per_service: int = Field(
+        default=500, gt=0, description="'limit' of one /api/traces call: the most traces read per service."
+    )
+    dependencies_lookback_s: float = Field(
+        default=86400.0, gt=0, description="How far back /api/dependencies looks for the call graph."
+    )
+
+
 Modality = Literal["metrics", "logs", "traces"]
 ALL_MODALITIES: tuple[Modality, ...] = ("metrics", "logs", "traces")
 
@@ -141,6 +157,9 @@ class TelemetrySettings(BaseModel):
         default=None, description="Year for log lines without one (Loghub Linux, OpenSSH); None: the current year."
     )
     prometheus: PrometheusSettings = Field(default_factory=PrometheusSettings, description="The Prometheus backend.")
+    jaeger: JaegerSettings = Field(
+        default_factory=JaegerSettings, description="Spans and the call graph from Jaeger, beside either backend."
+    )
 
     def describe(self) -> str:
         """Where the tools' telemetry comes from, in a few words for a report's ``limitations.scope``: a
@@ -149,6 +168,8 @@ class TelemetrySettings(BaseModel):
         parts: list[str] = []
         if self.backend == "prometheus":
             parts.append(f"Prometheus at {self.prometheus.url}")
+        if self.jaeger.url:
+            parts.append(f"traces from Jaeger at {self.jaeger.url}")
         roots = [*self.metric_roots, *self.log_roots] if self.backend == "file" else list(self.log_roots)
         bundled = [r for r in roots if PurePath(r).parent.as_posix().endswith(BUNDLED_TELEMETRY)]
         if bundled:

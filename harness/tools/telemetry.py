@@ -21,9 +21,8 @@ from telemetry.analysis.deviation import Deviation, deviation, downsample
 from telemetry.analysis.drain import Drain
 from telemetry.analysis.lost_events import SIGNAL as SIGNAL_LOST_EVENTS
 from telemetry.analysis.ranking import ServiceAnomaly, rank_anomalies
-from telemetry.backends.prometheus import PrometheusError
 from telemetry.clock import TimeSpecError, Window, baseline_window, iso, minute, parse_span, resolve_window
-from telemetry.model import TelemetryBackend
+from telemetry.model import BackendUnavailable, TelemetryBackend
 from telemetry.signals import signal_spec
 
 MAX_RANKED = 5
@@ -109,7 +108,7 @@ class _TelemetryTool(ABC):
     async def run(self, args: dict[str, Any], call_id: str = "") -> ToolResult:
         try:
             return await self._run(args)
-        except (TimeSpecError, PrometheusError) as err:
+        except (TimeSpecError, BackendUnavailable) as err:
             return _error(str(err))
 
     @abstractmethod

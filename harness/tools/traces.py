@@ -14,8 +14,8 @@ from typing import Any
 from harness.tools.base import ToolResult
 from harness.tools.telemetry import _WINDOW_PROPS, TelemetryView, _error
 from telemetry.analysis.traces import Timing, baseline_spans, edge_timings, most_changed, operation_timings
-from telemetry.backends.prometheus import PrometheusError
 from telemetry.clock import TimeSpecError, minute
+from telemetry.model import BackendUnavailable
 
 MAX_TRACE_ROWS = 8
 
@@ -70,7 +70,7 @@ class QueryTracesTool:
             window = self.view.window(args)
             baseline = self.view.baseline(window, args)
             spans = await self.view.backend.spans(baseline.start, window.end)
-        except (TimeSpecError, PrometheusError) as err:
+        except (TimeSpecError, BackendUnavailable) as err:
             return _error(str(err))
         frame = self.view.frame(window, baseline)
         if spans is None:

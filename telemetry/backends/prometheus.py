@@ -12,11 +12,11 @@ from typing import Any
 import httpx
 import numpy as np
 
-from telemetry.model import Edge, Inventory, LogRecord, Series, Span, service_of
+from telemetry.model import BackendUnavailable, Edge, Inventory, LogRecord, Series, Span, service_of
 from telemetry.settings import PrometheusSettings, PromSignal
 
 
-class PrometheusError(RuntimeError):
+class PrometheusError(BackendUnavailable):
     """Prometheus answered with an error or could not be reached; the message says which query."""
 
 
