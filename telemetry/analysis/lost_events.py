@@ -20,10 +20,12 @@ time from it on without a gap is the "after". Error events are not expected even
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 
-from telemetry.analysis.derived import BUCKET_S, ERROR_LEVELS, bucket, contiguous
+import numpy as np
+
+from telemetry.analysis.derived import BUCKET_S, ERROR_LEVELS, bucket
 from telemetry.analysis.deviation import Deviation
 from telemetry.analysis.drain import Drain, Template
 from telemetry.clock import Window
@@ -35,6 +37,9 @@ MIN_AFTER = 3  # requests of the operation from the onset on
 MIN_EXPECTED = 3.0
 LOST_SHARE = 0.2
 MAX_LABEL = 90
+# A line's head names what it is; the rest of a long line (an object dump) only slows the templating
+# and splits one event into many.
+TEMPLATED_CHARS = 160
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,7 @@ def requests(spans: list[Span], logs: list[LogRecord]) -> list[_Request]:
         under = span_of_log.get(r.span_id) if r.span_id else None
         if under is None or r.level.upper() in ERROR_LEVELS:
             continue
-        tpl = drains[under.service].add(r.message)
+        tpl = drains[under.service].add(r.message[:TEMPLATED_CHARS])
         templates[(under.service, tpl.id)] = tpl
         tagged.append((entry(under), under.service, tpl.id))
     for own, service, tid in tagged:  # labelled after all lines are seen: a template's final text
@@ -98,69 +103,95 @@ def requests(spans: list[Span], logs: list[LogRecord]) -> list[_Request]:
     ]
 
 
-def _best_loss(before: list[_Request], after: list[_Request]) -> tuple[float, str, float, float] | None:
-    """(score, event, share before, share after) of the operation's most lost event, or None."""
-    if len(before) < MIN_BEFORE or len(after) < MIN_AFTER:
+def _stretches(captured: list[float], onsets: list[float]) -> list[tuple[int, int, int]]:
+    """Per onset, indexes into ``captured``: (first bucket of the gapless run up to it, the onset's,
+    one past the gapless run from it). Before a gap nothing is "before"; after one nothing says whether
+    the loss went on."""
+    out = []
+    for onset in onsets:
+        k = captured.index(onset)
+        lo = k
+        while lo > 0 and captured[lo] - captured[lo - 1] <= BUCKET_S:
+            lo -= 1
+        hi = k + 1
+        while hi < len(captured) and captured[hi] - captured[hi - 1] <= BUCKET_S:
+            hi += 1
+        out.append((lo, k, hi))
+    return out
+
+
+def _op_losses(
+    group: list[_Request], slot: dict[float, int], n_slots: int, stretches: list[tuple[int, int, int]]
+) -> tuple[float, int, str, float, float, int, int] | None:
+    """The operation's most lost event over every onset: (score, onset index, event, share before,
+    share after, requests before, requests after), from cumulative counts per bucket."""
+    events = sorted({e for r in group for e in r.events})
+    if not events:
         return None
-    had_before = Counter(e for r in before for e in r.events)
-    had_after = Counter(e for r in after for e in r.events)
+    column = {e: i for i, e in enumerate(events)}
+    had = np.zeros((n_slots, len(events)))
+    served = np.zeros(n_slots)
+    for r in group:
+        b = slot[bucket(r.start)]
+        served[b] += 1
+        for e in r.events:
+            had[b, column[e]] += 1
+    cum_had = np.vstack([np.zeros(len(events)), np.cumsum(had, axis=0)])
+    cum_served = np.concatenate([[0.0], np.cumsum(served)])
     best = None
-    for event, n in had_before.items():
-        expected = n / len(before) * len(after)
-        observed = had_after[event]
-        if expected < MIN_EXPECTED or observed > LOST_SHARE * expected:
+    for n, (lo, k, hi) in enumerate(stretches):
+        n_before, n_after = cum_served[k] - cum_served[lo], cum_served[hi] - cum_served[k]
+        if n_before < MIN_BEFORE or n_after < MIN_AFTER:
             continue
-        score = (expected - observed) / expected**0.5
-        if best is None or score > best[0]:
-            best = (score, event, n / len(before), observed / len(after))
+        before, after = cum_had[k] - cum_had[lo], cum_had[hi] - cum_had[k]
+        expected = before / n_before * n_after
+        lost = (expected >= MIN_EXPECTED) & (after <= LOST_SHARE * expected)
+        if not lost.any():
+            continue
+        scores = np.where(lost, (expected - after) / np.sqrt(np.maximum(expected, 1e-9)), -1.0)
+        i = int(np.argmax(scores))
+        if best is None or scores[i] > best[0]:
+            best = (
+                float(scores[i]),
+                n,
+                events[i],
+                before[i] / n_before,
+                after[i] / n_after,
+                int(n_before),
+                int(n_after),
+            )
     return best
-
-
-def _run_from(buckets: list[float], onset: float) -> list[float]:
-    """The buckets from ``onset`` on that follow each other without a gap (ascending input): after a
-    gap in the capture nothing says whether the loss went on."""
-    run: list[float] = []
-    for b in buckets:
-        if b < onset:
-            continue
-        if run and b - run[-1] > BUCKET_S:
-            break
-        run.append(b)
-    return run
 
 
 def lost_event_deviations(spans: list[Span], logs: list[LogRecord], window: Window) -> list[Deviation]:
     """Per service its most lost event over every operation and onset, as a ``lost_events`` deviation
     (instance: the operation and the event; baseline_median and peak: the share of requests with it
     before and after the onset)."""
-    reqs = requests(spans, logs)
+    reqs = [r for r in requests(spans, logs) if r.start <= window.end]
     captured = sorted({bucket(r.start) for r in reqs})
     onsets = [b for b in captured if window.start <= b <= window.end - 2 * BUCKET_S]
+    stretches = _stretches(captured, onsets)
+    slot = {b: i for i, b in enumerate(captured)}
     by_op: dict[tuple[str, str], list[_Request]] = defaultdict(list)
     for r in reqs:
         by_op[(r.service, r.operation)].append(r)
     best: dict[str, Deviation] = {}
-    for onset in onsets:
-        stretch = {b for b in contiguous(captured, onset) if b < onset} | set(_run_from(captured, onset))
-        for (service, operation), group in by_op.items():
-            kept = [r for r in group if bucket(r.start) in stretch and r.start <= window.end]
-            before = [r for r in kept if r.start < onset]
-            after = [r for r in kept if r.start >= onset]
-            found = _best_loss(before, after)
-            if found is None or (service in best and best[service].score >= found[0]):
-                continue
-            score, event, share_before, share_after = found
-            best[service] = Deviation(
-                service,
-                SIGNAL,
-                f"{operation}: {event}",
-                share_before,
-                None,
-                len(before),
-                len(after),
-                share_after,
-                share_after,
-                score,
-                onset,
-            )
+    for (service, operation), group in by_op.items():
+        found = _op_losses(group, slot, len(captured), stretches)
+        if found is None or (service in best and best[service].score >= found[0]):
+            continue
+        score, n, event, share_before, share_after, n_before, n_after = found
+        best[service] = Deviation(
+            service,
+            SIGNAL,
+            f"{operation}: {event}",
+            share_before,
+            None,
+            n_before,
+            n_after,
+            share_after,
+            share_after,
+            score,
+            onsets[n],
+        )
     return list(best.values())
