@@ -79,6 +79,8 @@ def _num(value: float | None, digits: int = 4) -> float | None:
 def _fmt(value: float | None, unit: str) -> str:
     if value is None:
         return "n/a"
+    if unit == "share":  # of an operation's requests (lost_events)
+        return f"{value:.0%} of requests"
     if unit == "bytes" and abs(value) >= 1 << 20:
         return f"{value / (1 << 20):.1f} MiB"
     return f"{value:.4g}{(' ' + unit) if unit else ''}"

@@ -98,3 +98,17 @@ async def test_the_route_service_exception_is_found_by_the_line_it_stopped_loggi
     assert route.score == max(d.score for d in lost.values())
     ranked = await rank_anomalies(ClockedTelemetry(trainticket, fault + 300), window, Window(start - 1800, start))
     assert ranked[0].service == "ts-route-service" and ranked[0].category == "code"
+
+
+async def test_rank_anomalies_says_what_the_requests_stopped_doing(trainticket: NezhaTelemetry) -> None:
+    from harness.tools.telemetry import RankAnomaliesTool, TelemetryView
+
+    fault = datetime(2023, 1, 29, 10, 56, 45, tzinfo=UTC).timestamp()
+    view = TelemetryView(ClockedTelemetry(trainticket, fault + 300), fault + 300, fault - fault % 60)
+    result = await RankAnomaliesTool(view).run({})
+    first = result.output["evidence"][0]
+    assert first["key"] == "anomaly:ts-route-service:2023-01-29T10:56Z"
+    assert (
+        "lost_events (/api/v1/routeservice/routes/byIds/: logs 'r.c.RouteController#<*> [getRouteById]" in first["text"]
+    )
+    assert "100% of requests -> 6% of requests" in first["text"] and "Suspected code" in first["text"]
