@@ -85,17 +85,14 @@ def requests(spans: list[Span], logs: list[LogRecord]) -> list[_Request]:
             events[entry(parent)].add(f"calls {s.service}")
     span_of_log = {s.span_id: s for s in spans}
     drains: dict[str, Drain] = defaultdict(Drain)
-    templates: dict[tuple[str, int], Template] = {}
-    tagged: list[tuple[tuple[str, str], str, int]] = []
+    tagged: list[tuple[tuple[str, str], Template]] = []
     for r in logs:
         under = span_of_log.get(r.span_id) if r.span_id else None
         if under is None or r.level.upper() in ERROR_LEVELS:
             continue
-        tpl = drains[under.service].add(r.message[:TEMPLATED_CHARS])
-        templates[(under.service, tpl.id)] = tpl
-        tagged.append((entry(under), under.service, tpl.id))
-    for own, service, tid in tagged:  # labelled after all lines are seen: a template's final text
-        events[own].add(f"logs '{templates[(service, tid)].text[:MAX_LABEL]}'")
+        tagged.append((entry(under), drains[under.service].add(r.message[:TEMPLATED_CHARS])))
+    for own, tpl in tagged:  # labelled after all lines are seen: a template's final text
+        events[own].add(f"logs '{tpl.text[:MAX_LABEL]}'")
     return [
         _Request(s.service, s.operation, s.start, frozenset(events.get((s.trace_id, s.span_id), ())))
         for s in spans

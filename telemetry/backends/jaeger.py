@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from telemetry.backends.http import LoopClients
 from telemetry.model import BackendUnavailable, Edge, Inventory, LogRecord, Series, Span
 from telemetry.settings import JaegerSettings
 
@@ -72,23 +73,11 @@ class JaegerTelemetry:
             raise ValueError("telemetry.jaeger.url is not set")
         self.settings = settings
         self.url = settings.url.rstrip("/")
-        self._transport = transport
-        self._clients: dict[int, httpx.AsyncClient] = {}
-
-    def _client(self) -> httpx.AsyncClient:
-        # One pooled client per event loop: a client must not outlive the loop it was made on.
-        loop = id(asyncio.get_running_loop())
-        client = self._clients.get(loop)
-        if client is None or client.is_closed:
-            client = httpx.AsyncClient(
-                base_url=self.url, timeout=self.settings.timeout_s, trust_env=False, transport=self._transport
-            )
-            self._clients[loop] = client
-        return client
+        self._clients = LoopClients(self.url, settings.timeout_s, transport)
 
     async def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
         try:
-            resp = await self._client().get(path, params=params)
+            resp = await self._clients.get().get(path, params=params)
         except httpx.HTTPError as err:
             raise JaegerError(f"Jaeger at {self.url} unreachable: {type(err).__name__}") from err
         try:
@@ -157,6 +146,4 @@ class JaegerTelemetry:
         )
 
     async def close(self) -> None:
-        for client in self._clients.values():
-            await client.aclose()
-        self._clients.clear()
+        await self._clients.close()

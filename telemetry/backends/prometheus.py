@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 import re
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from telemetry.backends.http import LoopClients
 from telemetry.model import BackendUnavailable, Edge, Inventory, LogRecord, Series, Span, service_of
 from telemetry.settings import PrometheusSettings, PromSignal
 
@@ -32,20 +32,11 @@ class PrometheusTelemetry:
     def __init__(self, settings: PrometheusSettings) -> None:
         self.settings = settings
         self.url = settings.url.rstrip("/")
-        self._clients: dict[int, httpx.AsyncClient] = {}
-
-    def _client(self) -> httpx.AsyncClient:
-        # One pooled client per event loop: a client must not outlive the loop it was made on.
-        loop = id(asyncio.get_running_loop())
-        client = self._clients.get(loop)
-        if client is None or client.is_closed:
-            client = httpx.AsyncClient(base_url=self.url, timeout=self.settings.timeout_s, trust_env=False)
-            self._clients[loop] = client
-        return client
+        self._clients = LoopClients(self.url, settings.timeout_s)
 
     async def _get(self, path: str, params: Any) -> Any:
         try:
-            resp = await self._client().get(path, params=params)
+            resp = await self._clients.get().get(path, params=params)
         except httpx.HTTPError as err:
             raise PrometheusError(f"Prometheus at {self.url} unreachable: {type(err).__name__}") from err
         try:
@@ -129,6 +120,4 @@ class PrometheusTelemetry:
         )
 
     async def close(self) -> None:
-        for client in self._clients.values():
-            await client.aclose()
-        self._clients.clear()
+        await self._clients.close()
