@@ -6,6 +6,9 @@ matters, in the signal's unit, so a near-constant baseline does not turn noise i
 (resources, the latency it serves, its errors, callers' view of it) or mostly its callees'
 (``client_latency_*``: the latency of the calls it makes), which the ranking does not blame on it.
 ``weight``: how much the ranking trusts the signal as evidence of a fault in the service itself.
+``tail``: the signal is itself a tail statistic (a per-minute p99 is decided by the one or two slowest
+requests of the minute), so its baseline spread is read in the baseline's tail, not its middle
+(``telemetry/analysis/deviation.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ class Signal:
     own: bool
     weight: float
     description: str
+    tail: bool = False
 
 
 SIGNALS: dict[str, Signal] = {
@@ -30,7 +34,7 @@ SIGNALS: dict[str, Signal] = {
         Signal("cpu", "cores", +1, 0.001, True, 1.0, "CPU used by the service's pods"),
         Signal("memory", "bytes", +1, 1 << 20, True, 1.0, "working-set memory of the pods"),
         Signal("latency_p90", "s", +1, 0.01, True, 1.0, "p90 latency of the requests the service serves"),
-        Signal("latency_p99", "s", +1, 0.01, True, 1.0, "p99 latency of the requests the service serves"),
+        Signal("latency_p99", "s", +1, 0.01, True, 1.0, "p99 latency of the requests the service serves", tail=True),
         Signal("error_rate", "%", +1, 1.0, True, 1.0, "share of the service's requests that failed"),
         Signal("throughput", "req/s", 0, 0.5, True, 0.5, "requests the service serves per second"),
         Signal("net_rx", "bytes/s", 0, 1024, True, 0.5, "network bytes received per second"),

@@ -40,6 +40,17 @@ def test_one_stray_sample_is_not_an_anomaly_and_drops_do_not_count_for_latency()
     assert deviation(traffic_drop, window, base, SIGNALS["throughput"]).anomalous  # either direction counts
 
 
+def test_a_p99_spike_the_baseline_already_had_is_not_news() -> None:
+    # A quiet service's per-minute p99: mostly 0.1 s, and one minute in ten a slow request sets it.
+    window, base = Window(600.0, 840.0), Window(0.0, 600.0)
+    usual = [0.1, 0.1, 0.1, 2.0, 0.1, 0.1, 0.1, 0.1, 0.1, 2.2]
+    again = _series([*usual, 0.1, 2.1, 0.1, 2.0, 0.1], "latency_p99")
+    assert deviation(again, window, base, SIGNALS["latency_p90"]).anomalous  # the MAD alone sees 0.1 s
+    assert not deviation(again, window, base, SIGNALS["latency_p99"]).anomalous
+    new = _series([*usual, 9.0, 9.5, 9.2, 9.1, 9.4], "latency_p99")
+    assert deviation(new, window, base, SIGNALS["latency_p99"]).anomalous
+
+
 def test_the_callee_at_the_bottom_of_a_slow_chain_ranks_first() -> None:
     window, base = Window(600.0, 840.0), Window(0.0, 600.0)
     slow = [0.1] * 10 + [2.0] * 5
