@@ -29,6 +29,9 @@ _SENTENCE = re.compile(r"(?<=[.!?。！？；;])\s+")
 _ITEM_START = re.compile(r"^\s*(?:[-*+>#|]|\d+[.)])\s*")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)\s]*\)")
 _FENCE = re.compile(r"^\s*(```|~~~)")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+# Shorter than this (a link counted as its text), a piece is a fragment, not a sentence to show.
+MIN_SENTENCE_CHARS = 20
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,31 @@ def _pieces(body: str) -> list[str]:
             current.append(line.strip())
     if current:
         pieces.append(" ".join(current))
-    return pieces
+    return _fold_short_items(pieces)
+
+
+def _fold_short_items(pieces: list[str]) -> list[str]:
+    """A list of short items joined to the line that introduces it: "Common failures:" followed by
+    "- network problems.", "- insufficient resources.", "- hardware failure." is one statement, and the
+    items alone are fragments too short to show, so the runbook's list of causes was never released."""
+    out: list[str] = []
+    folding = False
+    for piece in pieces:
+        marker = _ITEM_START.match(piece)
+        item = piece[marker.end() :].strip() if marker else ""
+        is_list_item = bool(marker) and piece.lstrip()[:1] not in ("#", ">", "|")
+        if folding and is_list_item and len(_LINK.sub(r"\1", item)) < MIN_SENTENCE_CHARS:
+            item = item.rstrip("。.;；,，")
+            cjk = bool(_CJK.search(item))
+            if out[-1].endswith((":", "：")):
+                joiner = "" if cjk else " "
+            else:
+                joiner = "、" if cjk else ", "  # not ";": a sentence ends there
+            out[-1] += joiner + item
+            continue
+        folding = piece.rstrip().endswith((":", "："))
+        out.append(piece)
+    return out
 
 
 def _split_sentences(piece: str) -> list[str]:
@@ -106,7 +133,7 @@ def _sentences(text: str) -> list[str]:
         for part in _split_sentences(piece):
             part = part.strip().lstrip("-*+>#|0123456789.) ").strip()
             # A link is its text: "See [Debugging Pods](https://…)" is a pointer, not a sentence.
-            if len(_LINK.sub(r"\1", part)) >= 20:
+            if len(_LINK.sub(r"\1", part)) >= MIN_SENTENCE_CHARS:
                 out.append(part[:SPAN_CHARS])
     return out
 
@@ -130,7 +157,7 @@ _DIAGNOSIS_SECTION = re.compile(
 def telling(text: str) -> float:
     """How much a runbook sentence says about causes (up to 2), then checks (0.5); a fragment of under
     six words loses 2."""
-    words = len(text.split()) if not re.search(r"[\u4e00-\u9fff]", text) else len(text) / 2
+    words = len(text.split()) if not _CJK.search(text) else len(text) / 2
     tells = min(2, len(_CAUSES.findall(text))) + (0.5 if _CHECKS.search(text) else 0)
     return tells - (2 if words < 6 else 0)
 

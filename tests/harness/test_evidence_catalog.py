@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.evidence_catalog import build_catalog, telling
+from harness.evidence_catalog import _sentences, build_catalog, telling
 from harness.stages.release import report
 from harness.tools.base import LedgerEntry, ToolResult
 
@@ -152,3 +152,31 @@ def test_a_sentence_is_not_split_inside_inline_code() -> None:
         "定位原因：数据库慢查询或锁等待（日志中的 `Slow query ... (lock wait)`）、连接泄漏、或连接池容量不足。",
         "Then compare `a. b` with the pool's maximum size.",
     ]
+
+
+# Shaped like KubeSphere's KubeNodeNotReady runbook: the common failures are a list of short items under
+# a line that introduces them; alone, each item is a fragment too short to be a span.
+SHORT_CAUSES = """KubeNodeNotReady > 诊断
+- 查询 kubelet 日志，排查节点未就绪的可能原因。
+
+常见的故障情况：
+
+- 网络问题。
+- 资源不足。
+- 硬件故障。
+
+Possible causes:
+
+- slow disk
+- [fragmentation](https://etcd.io/docs/v3.5/op-guide/maintenance/)
+- a member that keeps losing its leader because the network between members drops packets
+"""
+
+
+def test_a_list_of_short_causes_is_one_span_with_its_introduction() -> None:
+    spans = build_catalog(_ledger(("kubenodenotready#chunk-2", "KubeNodeNotReady > 诊断", SHORT_CAUSES)), 10)
+    assert "常见的故障情况：网络问题、资源不足、硬件故障" in [s.text for s in spans]
+    assert _sentences(SHORT_CAUSES)[-2:] == [
+        "Possible causes: slow disk, [fragmentation](https://etcd.io/docs/v3.5/op-guide/maintenance/)",
+        "a member that keeps losing its leader because the network between members drops packets",
+    ]  # a long item stays a sentence of its own
