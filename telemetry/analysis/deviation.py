@@ -10,9 +10,10 @@ keep a flat baseline from turning noise into a huge number (a signal without a f
 does not see: a quiet service's p99 jumps whenever one slow request lands in a minute. Its scale is
 also at least the baseline's 95th-percentile excess over the median, read as 1.645 standard
 deviations, so spikes the baseline already had are not news (TrainTicket 2023-01-29, tools-only:
-AS@3 0.679 -> 0.75, the same at the 90th and 98th percentile; OnlineBoutique unchanged). Only the symptom direction counts (a CPU drop is not a CPU anomaly).
-A window's score is its second-largest deviation, so one stray sample does not make an anomaly. The onset is the
-first sample of the window at or above the threshold: the change point an SRE reads as "since".
+AS@3 0.679 -> 0.75, the same at the 90th and 98th percentile; OnlineBoutique unchanged). Only the
+symptom direction counts (a CPU drop is not a CPU anomaly). A window's score is its second-largest
+deviation, so one stray sample does not make an anomaly. The onset is the first sample of the window
+at or above the threshold: the change point an SRE reads as "since".
 """
 
 from __future__ import annotations
