@@ -175,31 +175,6 @@ def _telling(sentences: list[str], heading: str) -> list[str]:
     return [sentences[i] for i in sorted(best)]
 
 
-# A runbook section's name that says only what kind of section it is, not what it is about.
-_GENERIC_SECTION = re.compile(
-    r"meaning|impact|diagnosis|mitigation|symptoms?|overview|summary|description|troubleshooting|resolution|"
-    r"含义|影响|诊断|缓解|现象|症状|概述|排查|处理|解决方法",
-    re.IGNORECASE,
-)
-SECTION_LABEL_CHARS = 80
-
-
-def section_label(heading: str) -> str:
-    """The part of a block's heading (``Title > Section > Subsection``) that says what its sentences are
-    about: "Diagnosis > Slow disk > Console dashboards" gives "Slow disk > Console dashboards". A sentence
-    under it ("In the console, select the etcd dashboard.") does not say which cause it checks."""
-    parts = [p.strip() for p in heading.split(">")[1:]]
-    named = [p for p in parts if p and not _GENERIC_SECTION.fullmatch(p)]
-    return " > ".join(named[-2:])[:SECTION_LABEL_CHARS]
-
-
-def _labelled(sentence: str, heading: str) -> str:
-    label = section_label(heading)
-    if not label or label.lower() in sentence.lower():
-        return sentence
-    return f"{label}{'：' if _CJK.search(sentence) else ': '}{sentence}"
-
-
 def _describes_symptoms(block: dict[str, object]) -> bool:
     section = str(block.get("heading") or "").split(">")[-1]
     return bool(_SYMPTOM_SECTION.search(section))
@@ -218,8 +193,7 @@ def _entry_spans(entry: LedgerEntry) -> list[tuple[str, str, bool]]:
         key, text = str(block["key"]), str(block["text"])
         if entry.tool_name == "lookup_knowledge":
             symptoms = _describes_symptoms(block)
-            heading = str(block.get("heading") or "")
-            spans += [(key, _labelled(s, heading), symptoms) for s in _telling(_sentences(text), heading)]
+            spans += [(key, s, symptoms) for s in _telling(_sentences(text), str(block.get("heading") or ""))]
         else:
             spans.append((key, text[:SPAN_CHARS], False))
     return spans

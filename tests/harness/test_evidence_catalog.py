@@ -180,23 +180,3 @@ def test_a_list_of_short_causes_is_one_span_with_its_introduction() -> None:
         "Possible causes: slow disk, [fragmentation](https://etcd.io/docs/v3.5/op-guide/maintenance/)",
         "a member that keeps losing its leader because the network between members drops packets",
     ]  # a long item stays a sentence of its own
-
-
-def test_a_sentence_says_which_section_of_the_runbook_it_is_under() -> None:
-    """OpenShift's etcdHighFsyncDurations: "Diagnosis > Slow disk > Console dashboards" holds a sentence
-    that names no cause; the section it sits in does."""
-    from harness.evidence_catalog import section_label
-
-    block = (
-        "etcdHighFsyncDurations > Diagnosis > Slow disk > Console dashboards\n"
-        "In the OpenShift dashboard console under Observe section, select the etcd dashboard."
-    )
-    heading = "etcdHighFsyncDurations > Diagnosis > Slow disk > Console dashboards"
-    spans = build_catalog(_ledger(("etcdhighfsyncdurations#chunk-5", heading, block)), 10)
-    assert [s.text for s in spans] == [
-        "Slow disk > Console dashboards: In the OpenShift dashboard console under Observe section, select the "
-        "etcd dashboard."
-    ]
-    assert section_label("KubeNodeNotReady > 诊断") == ""  # a section's kind alone says nothing
-    oom = "TiDB OOM 故障排查 > 常见故障原因和解决方法 > 客户端问题"
-    assert section_label(oom) == "常见故障原因和解决方法 > 客户端问题"
