@@ -109,7 +109,11 @@ def _lookup(
         keyword_standout=s.keyword_standout,
         gloss=s.fusion.gloss,
     )
-    return KnowledgeLookupService(embed, run_search, settings)
+
+    async def doc_chunks(doc_id: str, qvec: np.ndarray) -> list[Hit]:
+        return await search.doc_chunks.remote(doc_id, qvec)
+
+    return KnowledgeLookupService(embed, run_search, settings, doc_chunks)
 
 
 def _embed(embedder: DeploymentHandle | None) -> Embed | None:

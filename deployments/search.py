@@ -42,6 +42,10 @@ class SearchDeployment:
                 self.store.search, query, qvec, mode, limit, domains, self.fusion, qlex, gvec
             )
 
+    async def doc_chunks(self, doc_id: str, qvec: np.ndarray) -> list[Hit]:
+        async with self._one_at_a_time():
+            return await asyncio.to_thread(self.store.doc_chunks, doc_id, qvec)
+
     async def count(self) -> int:
         async with self._one_at_a_time():
             return await asyncio.to_thread(self.store.count)

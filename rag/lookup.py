@@ -119,15 +119,52 @@ Search = Callable[
     [str, np.ndarray, dict[int, float] | None, SearchMode, int, list[str] | None, np.ndarray | None],
     Awaitable[list[Hit]],
 ]
+# (document id, dense query vector) -> every chunk of the document, in order, with its similarity.
+DocChunks = Callable[[str, np.ndarray], Awaitable[list[Hit]]]
+
+# The sections of a runbook that say why (its causes, its diagnosis), by heading below the title.
+_CAUSE_SECTION = re.compile(r"caus|diagnos|why|root|原因|诊断|排查|根因", re.IGNORECASE)
+CAUSE_SECTIONS = 2  # the lead runbook's cause sections added beside what the search found
+# The search agrees on its best runbook when this many of its chunks are among the hits.
+LEAD_BLOCKS = 2
 
 
 class KnowledgeLookupService:
     """Implements the harness's ``KnowledgeLookup`` over an embedder and a searcher."""
 
-    def __init__(self, embed: Embed, search: Search, settings: LookupSettings | None = None) -> None:
+    def __init__(
+        self,
+        embed: Embed,
+        search: Search,
+        settings: LookupSettings | None = None,
+        doc_chunks: DocChunks | None = None,
+    ) -> None:
+        """``doc_chunks``: where given, a runbook the search agrees on brings its cause sections along."""
         self.embed = embed
         self.search = search
         self.s = settings or LookupSettings()
+        self.doc_chunks = doc_chunks
+
+    async def _with_cause_sections(self, found: list[Hit], qvec: np.ndarray) -> list[Hit]:
+        """The search matches a question's words to a runbook's symptom and check lines; its causes sit
+        in sections the words may not reach ("常见故障原因和解决方法 > 大事务或大写入消耗太多内存" for
+        a question that only says the process was killed). When the search agrees on its best runbook
+        (``LEAD_BLOCKS`` of its chunks among the hits), that runbook's cause sections nearest to the
+        question follow its best hit, score 0 (no list ranked them), their own similarity kept."""
+        if self.doc_chunks is None or not found:
+            return found
+        lead = found[0].doc_id
+        if sum(h.doc_id == lead for h in found) < LEAD_BLOCKS:
+            return found
+        shown = {h.key for h in found[: self.s.max_blocks]}
+        sections = [
+            h
+            for h in await self.doc_chunks(lead, qvec)
+            if h.key not in shown and ">" in h.heading and _CAUSE_SECTION.search(h.heading.split(">", 1)[1])
+        ]
+        nearest = sorted(sections, key=lambda h: -h.similarity)[:CAUSE_SECTIONS]
+        added = {h.key for h in nearest}
+        return [found[0], *nearest, *(h for h in found[1:] if h.key not in added)]
 
     def _outcome(
         self,
@@ -330,7 +367,7 @@ class KnowledgeLookupService:
                     )
                 )
                 if usable:
-                    selected = Selected(name, mode, found)
+                    selected = Selected(name, mode, await self._with_cause_sections(found, qvec))
                     break
         except Exception as err:  # Milvus or the embedder down: an error value for the agent
             log.warning("lookup failed: %s", err)

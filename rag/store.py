@@ -69,6 +69,11 @@ MAX_NAMES = 4
 NAMED_CHUNKS = 64  # a runbook is a few to twenty chunks; two or three runbooks share a name
 
 
+def _chunk_number(key: str) -> int:
+    tail = key.rsplit("#chunk-", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
 def named_slugs(query: str) -> list[str]:
     """The document ids the query's names would have (``rag.chunking.slug``), as one word and split at
     its humps: KubePodCrashLooping.md and node-disk-full.md are both how runbooks are named."""
@@ -541,6 +546,30 @@ class KnowledgeStore:
         return fuse(lists, fusion, limit, cjk_share(query) if script else None)
 
     _FIELDS = ["key", "doc_id", "title", "heading", "text", "domain", "dense"]
+
+    def doc_chunks(self, doc_id: str, qvec: np.ndarray) -> list[Hit]:
+        """Every chunk of one document in its order, each with its dense similarity to the query and no
+        search score (0: no list ranked it)."""
+        rows = self.client.query(
+            self.collection,
+            filter=f"doc_id == {json.dumps(doc_id, ensure_ascii=False)}",
+            output_fields=self._FIELDS,
+            limit=NAMED_CHUNKS,
+        )
+        rows.sort(key=lambda r: _chunk_number(str(r["key"])))
+        return [
+            Hit(
+                str(r["key"]),
+                str(r["doc_id"]),
+                str(r["title"]),
+                str(r["heading"]),
+                str(r["text"]),
+                str(r["domain"]),
+                0.0,
+                float(np.dot(np.asarray(r["dense"], dtype=np.float32), qvec)),
+            )
+            for r in rows
+        ]
 
     def fetch(self, keys: list[str]) -> dict[str, dict[str, Any]]:
         """Text and vector of the given chunks, in one query."""

@@ -348,3 +348,37 @@ async def test_a_runbook_named_in_the_question_leads(store: KnowledgeStore, embe
     unnamed = store.rank(q, v, "hybrid", 5, fusion=FusionSettings(named_weight=0))
     assert all("named" not in r.ranks for r in unnamed)
     assert [r.key for r in unnamed] != [r.key for r in named]
+
+
+async def test_a_runbook_the_search_agrees_on_brings_its_cause_section(
+    store: KnowledgeStore, embedder: Usem3Embedder, tmp_path: Path
+) -> None:
+    """The question's words match the runbook's symptom and check sections; its cause section shares
+    none of them. With two blocks, the search alone shows symptoms and checks; the runbook it agrees on
+    brings its cause section beside them, unscored and with its own similarity."""
+    doc = tmp_path / "spooler-stall.md"
+    doc.write_text(
+        "# Spooler stall\n\n## Symptoms\n\nThe spooler queue stalls and spooler jobs time out for minutes.\n\n"
+        "## Checks\n\nWatch the spooler queue depth and the spooler job time-outs per minute.\n\n"
+        "## Causes\n\nA full disk on the spool volume blocks the writer; fsync waits on a degraded RAID.\n",
+        encoding="utf-8",
+    )
+    ingest_paths([doc], store, embedder, progress=False)
+    question = "spooler queue stalls, spooler jobs time out"
+    plain = await service(store, embedder, max_blocks=2).lookup(question, "c1")
+    assert [b["key"] for b in plain.agent_view["evidence"]] == ["spooler-stall#chunk-0", "spooler-stall#chunk-1"]
+
+    async def embed(texts: list[str]) -> Encoded:
+        return embedder.encode_sync(texts)
+
+    async def search(q: str, v: np.ndarray, lex: Any, mode: Any, k: int, d: list[str] | None, g: Any) -> Any:
+        return store.search(q, v, mode, k, d, qlex=lex, gvec=g)
+
+    async def doc_chunks(doc_id: str, v: np.ndarray) -> list[Hit]:
+        return store.doc_chunks(doc_id, v)
+
+    svc = KnowledgeLookupService(embed, search, LookupSettings(max_blocks=2), doc_chunks)
+    out = await svc.lookup(question, "c2")
+    assert [b["key"] for b in out.agent_view["evidence"]] == ["spooler-stall#chunk-0", "spooler-stall#chunk-2"]
+    added = out.retrieval_details["blocks"][1]
+    assert added["score"] == 0 and added["qualityScore"] > 0
