@@ -83,7 +83,9 @@ def _pieces(body: str) -> list[str]:
 def _fold_short_items(pieces: list[str]) -> list[str]:
     """A list of short items joined to the line that introduces it: "Common failures:" followed by
     "- network problems.", "- insufficient resources.", "- hardware failure." is one statement, and the
-    items alone are fragments too short to show, so the runbook's list of causes was never released."""
+    items alone are fragments too short to show, so the runbook's list of causes was never released.
+    Joined as the runbook has them, markers and all (whitespace is what differs), so the span is still
+    a verbatim excerpt of the tool output (``harness/stages/evidence_guard.py``)."""
     out: list[str] = []
     folding = False
     for piece in pieces:
@@ -91,17 +93,15 @@ def _fold_short_items(pieces: list[str]) -> list[str]:
         item = piece[marker.end() :].strip() if marker else ""
         is_list_item = bool(marker) and piece.lstrip()[:1] not in ("#", ">", "|")
         if folding and is_list_item and len(_LINK.sub(r"\1", item)) < MIN_SENTENCE_CHARS:
-            item = item.rstrip("。.;；,，")
-            cjk = bool(_CJK.search(item))
-            if out[-1].endswith((":", "：")):
-                joiner = "" if cjk else " "
-            else:
-                joiner = "、" if cjk else ", "  # not ";": a sentence ends there
-            out[-1] += joiner + item
+            out[-1] = (out[-1] if out[-1].startswith(FOLDED) else FOLDED + out[-1]) + " " + piece
             continue
         folding = piece.rstrip().endswith((":", "："))
         out.append(piece)
     return out
+
+
+# Marks a piece that holds an introduction and its list: one statement, never split into sentences.
+FOLDED = "\x00"
 
 
 def _split_sentences(piece: str) -> list[str]:
@@ -130,7 +130,8 @@ def _sentences(text: str) -> list[str]:
     body = lines[1] if len(lines) > 1 and ">" in lines[0] else text
     out = []
     for piece in _pieces(body):
-        for part in _split_sentences(piece):
+        parts = [piece[len(FOLDED) :]] if piece.startswith(FOLDED) else _split_sentences(piece)
+        for part in parts:
             part = part.strip().lstrip("-*+>#|0123456789.) ").strip()
             # A link is its text: "See [Debugging Pods](https://…)" is a pointer, not a sentence.
             if len(_LINK.sub(r"\1", part)) >= MIN_SENTENCE_CHARS:
