@@ -66,6 +66,10 @@ def _pieces(body: str) -> list[str]:
     for line in body.split("\n"):
         if _FENCE.match(line):
             fenced = not fenced
+            if current:  # text on either side of code is not one piece
+                pieces.append(" ".join(current))
+                current = []
+            pieces.append(CODE)
             continue
         if fenced:
             continue
@@ -77,22 +81,23 @@ def _pieces(body: str) -> list[str]:
             current.append(line.strip())
     if current:
         pieces.append(" ".join(current))
-    return _fold_short_items(pieces)
+    return _fold_lists(pieces)
 
 
-def _fold_short_items(pieces: list[str]) -> list[str]:
-    """A list of short items joined to the line that introduces it: "Common failures:" followed by
-    "- network problems.", "- insufficient resources.", "- hardware failure." is one statement, and the
-    items alone are fragments too short to show, so the runbook's list of causes was never released.
-    Joined as the runbook has them, markers and all (whitespace is what differs), so the span is still
-    a verbatim excerpt of the tool output (``harness/stages/evidence_guard.py``)."""
+def _fold_lists(pieces: list[str]) -> list[str]:
+    """A list joined to the line that introduces it, while the whole fits one span: "如果是数据库问题触发
+    OOM，常见原因有：" alone says there are causes and names none, and "- 资源不足。" alone is a fragment
+    too short to show, so a runbook's list of causes was never released. Joined as the runbook has them,
+    markers and all (whitespace is what differs), so the span is still a verbatim excerpt of the tool
+    output (``harness/stages/evidence_guard.py``)."""
     out: list[str] = []
     folding = False
     for piece in pieces:
-        marker = _ITEM_START.match(piece)
-        item = piece[marker.end() :].strip() if marker else ""
-        is_list_item = bool(marker) and piece.lstrip()[:1] not in ("#", ">", "|")
-        if folding and is_list_item and len(_LINK.sub(r"\1", item)) < MIN_SENTENCE_CHARS:
+        if piece == CODE:  # what a line introduced was the code, and the text after it is not verbatim next
+            folding = False
+            continue
+        is_list_item = bool(_ITEM_START.match(piece)) and piece.lstrip()[:1] not in ("#", ">", "|")
+        if folding and is_list_item and len(out[-1]) + 1 + len(piece) <= SPAN_CHARS:
             out[-1] = (out[-1] if out[-1].startswith(FOLDED) else FOLDED + out[-1]) + " " + piece
             continue
         folding = piece.rstrip().endswith((":", "："))
@@ -100,6 +105,8 @@ def _fold_short_items(pieces: list[str]) -> list[str]:
     return out
 
 
+# Where fenced code was left out of a chunk's pieces.
+CODE = ""
 # Marks a piece that holds an introduction and its list: one statement, never split into sentences.
 FOLDED = "\x00"
 
@@ -133,8 +140,9 @@ def _sentences(text: str) -> list[str]:
         parts = [piece[len(FOLDED) :]] if piece.startswith(FOLDED) else _split_sentences(piece)
         for part in parts:
             part = part.strip().lstrip("-*+>#|0123456789.) ").strip()
-            # A link is its text: "See [Debugging Pods](https://…)" is a pointer, not a sentence.
-            if len(_LINK.sub(r"\1", part)) >= MIN_SENTENCE_CHARS:
+            # A link is its text: "See [Debugging Pods](https://…)" is a pointer, not a sentence. A line
+            # that ends introducing something ("the log looks like this:") is nothing without it.
+            if len(_LINK.sub(r"\1", part)) >= MIN_SENTENCE_CHARS and not part.endswith((":", "：")):
                 out.append(part[:SPAN_CHARS])
     return out
 

@@ -179,9 +179,21 @@ def test_a_list_of_short_causes_is_one_span_with_its_introduction() -> None:
     spans = build_catalog(_ledger(("kubenodenotready#chunk-2", "KubeNodeNotReady > 诊断", SHORT_CAUSES)), 10)
     assert "常见的故障情况： - 网络问题。 - 资源不足。 - 硬件故障。" in [s.text for s in spans]
     sentences = _sentences(SHORT_CAUSES)
-    assert sentences[-2:] == [
-        "Possible causes: - slow disk - [fragmentation](https://etcd.io/docs/v3.5/op-guide/maintenance/)",
-        "a member that keeps losing its leader because the network between members drops packets",
-    ]  # a long item stays a sentence of its own
+    assert sentences[-1] == (
+        "Possible causes: - slow disk - [fragmentation](https://etcd.io/docs/v3.5/op-guide/maintenance/) "
+        "- a member that keeps losing its leader because the network between members drops packets"
+    )
+    long_list = "T > D\nCommon causes:\n\n" + "".join(
+        f"- cause number {n} described at some length here.\n" for n in range(9)
+    )
+    folded = _sentences(long_list)
+    assert folded[0].startswith("Common causes: - cause number 0") and len(folded[0]) <= 320
+    assert folded[-1] == "cause number 8 described at some length here."  # what does not fit stays apart
+    # An introduction whose object was code (left out) says nothing alone, nor joins the text after it.
+    example = (
+        "T > D\nThe kernel log then looks like this:\n\n```\nOut of memory: Kill process\n```\n\n"
+        "- check the limits first\n"
+    )
+    assert _sentences(example) == ["check the limits first"]
     # Verbatim but for whitespace: the evidence guard finds every span in the tool output.
     assert all(_norm(s) in _norm(SHORT_CAUSES) for s in sentences)
