@@ -25,7 +25,6 @@ CATEGORY_QUERIES = {
         "memory": "memory usage high OOM killed heap",
         "network": "network latency packet delay between services",
         "code": "application errors exceptions failed requests",
-        "dependency": "database slow queries lock waits",
         "unknown": "service latency errors troubleshooting",
     },
     "zh": {
@@ -33,7 +32,6 @@ CATEGORY_QUERIES = {
         "memory": "内存使用率高 OOM 内存溢出",
         "network": "网络延迟 服务间调用延迟 丢包",
         "code": "应用报错 异常 请求失败",
-        "dependency": "数据库 慢查询 锁等待",
         "unknown": "服务延迟 报错 排查",
     },
 }

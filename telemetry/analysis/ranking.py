@@ -10,16 +10,14 @@ Method (measured in benchmarks/anomaly_ranking.py):
 2. Propagation over the call graph: a caller is slow when its callee is, so a service's score is
    discounted by half of the largest own score among its callees (capped at its own). The service
    at the bottom of a slow call chain stays on top; its callers sink.
-3. A suspected fault category from the deviating signals: a database's own metric (slow queries, lock
-   waits) → dependency; errors or lost events → code; CPU → cpu; callers see it slow while it serves
-   fast → network; memory → memory; otherwise unknown.
+3. A suspected fault category from the deviating signals: errors or lost events → code; CPU → cpu;
+   callers see it slow while it serves fast → network; memory → memory; otherwise unknown.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-import re
 from dataclasses import dataclass, field
 
 from telemetry.analysis.derived import MODALITIES, derived_series, logs_and_spans
@@ -30,10 +28,6 @@ from telemetry.model import Edge, Series, TelemetryBackend
 from telemetry.signals import SIGNALS, signal_spec
 
 PROPAGATION = 0.5
-# A backend's own metric that measures the service's database (MySQL/InnoDB and PostgreSQL exporters'
-# families, slow-query and lock counters): when it deviates at least as much as the service's errors or
-# CPU, the errors and timeouts are what waiting on the database looks like from the service.
-_DATABASE_SIGNAL = re.compile(r"slow_quer|lock_wait|deadlock|innodb|mysql|^pg_|postgres", re.IGNORECASE)
 
 
 @dataclass
@@ -73,10 +67,6 @@ def categorize(devs: list[Deviation]) -> tuple[str, str]:
         return best[name].score if name in best else 0.0
 
     served = max(score("latency_p90"), score("latency_p99"))
-    database = max((d for d in best.values() if _DATABASE_SIGNAL.search(d.signal)), key=lambda d: d.score, default=None)
-    if database is not None and database.score >= ANOMALY_THRESHOLD:
-        if database.score >= max(score("error_rate"), score("log_errors"), score("cpu")):
-            return "dependency", f"its database's {database.signal} deviates {database.score:.0f}x its baseline spread"
     if score("error_rate") >= ANOMALY_THRESHOLD and score("error_rate") >= score("cpu"):
         return "code", f"error rate deviates {score('error_rate'):.0f}x its baseline spread"
     if score("log_errors") >= ANOMALY_THRESHOLD and score("log_errors") >= score("cpu"):

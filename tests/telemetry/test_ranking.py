@@ -12,7 +12,7 @@ from telemetry.analysis.ranking import categorize, rank_anomalies, rank_services
 from telemetry.backends.nezha import NezhaTelemetry
 from telemetry.clock import Window, baseline_window
 from telemetry.model import Edge, Series
-from telemetry.signals import SIGNALS, signal_spec
+from telemetry.signals import SIGNALS
 from tests.nezha_labels import faults, inject_time
 
 
@@ -84,14 +84,3 @@ async def test_ranking_on_the_logged_fault(nezha_day: Path) -> None:
     ranked = await rank_anomalies(NezhaTelemetry(nezha_day), window, baseline_window(window))
     assert ranked[0].service == "currencyservice" and ranked[0].category == "cpu"
     assert ranked[0].onset is not None and window.contains(ranked[0].onset)
-
-
-def test_a_database_metric_that_deviates_most_makes_the_category_dependency() -> None:
-    window, base = Window(600.0, 840.0), Window(0.0, 600.0)
-    slow_queries = deviation(
-        _series([0.0] * 10 + [30.0] * 5, "mysql_slow_queries"), window, base, signal_spec("mysql_slow_queries")
-    )
-    errors = deviation(_series([0.0] * 10 + [3.0] * 5, "log_errors"), window, base, SIGNALS["log_errors"])
-    category, reason = categorize([slow_queries, errors])
-    assert category == "dependency" and reason.startswith("its database's mysql_slow_queries deviates")
-    assert categorize([errors])[0] == "code"
