@@ -32,6 +32,10 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 # Shorter than this (a link counted as its text), a piece is a fragment, not a sentence to show.
 MIN_SENTENCE_CHARS = 20
+# Where fenced code was left out of a chunk's pieces.
+CODE = ""
+# Marks a piece that holds an introduction and its list: one statement, never split into sentences.
+FOLDED = "\x00"
 
 
 @dataclass(frozen=True)
@@ -103,12 +107,6 @@ def _fold_lists(pieces: list[str]) -> list[str]:
         folding = piece.rstrip().endswith((":", "："))
         out.append(piece)
     return out
-
-
-# Where fenced code was left out of a chunk's pieces.
-CODE = ""
-# Marks a piece that holds an introduction and its list: one statement, never split into sentences.
-FOLDED = "\x00"
 
 
 def _split_sentences(piece: str) -> list[str]:

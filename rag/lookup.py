@@ -119,7 +119,7 @@ Search = Callable[
     [str, np.ndarray, dict[int, float] | None, SearchMode, int, list[str] | None, np.ndarray | None],
     Awaitable[list[Hit]],
 ]
-# (document id, dense query vector) -> every chunk of the document, in order, with its similarity.
+# (document id, dense query vector) -> every chunk of the document, with its similarity to the query.
 DocChunks = Callable[[str, np.ndarray], Awaitable[list[Hit]]]
 
 # The sections of a runbook that say why (its causes, its diagnosis), by heading below the title.

@@ -69,9 +69,13 @@ MAX_NAMES = 4
 NAMED_CHUNKS = 64  # a runbook is a few to twenty chunks; two or three runbooks share a name
 
 
-def _chunk_number(key: str) -> int:
-    tail = key.rsplit("#chunk-", 1)[-1]
-    return int(tail) if tail.isdigit() else 0
+def _hit(row: dict[str, Any], score: float, similarity: float) -> Hit:
+    """A stored chunk (``KnowledgeStore._FIELDS``) as a hit."""
+    return Hit(row["key"], row["doc_id"], row["title"], row["heading"], row["text"], row["domain"], score, similarity)
+
+
+def _similarity(row: dict[str, Any], qvec: np.ndarray) -> float:
+    return float(np.dot(np.asarray(row["dense"], dtype=np.float32), qvec))
 
 
 def named_slugs(query: str) -> list[str]:
@@ -548,28 +552,15 @@ class KnowledgeStore:
     _FIELDS = ["key", "doc_id", "title", "heading", "text", "domain", "dense"]
 
     def doc_chunks(self, doc_id: str, qvec: np.ndarray) -> list[Hit]:
-        """Every chunk of one document in its order, each with its dense similarity to the query and no
-        search score (0: no list ranked it)."""
+        """Every chunk of one document, each with its dense similarity to the query and no search score
+        (0: no list ranked it)."""
         rows = self.client.query(
             self.collection,
             filter=f"doc_id == {json.dumps(doc_id, ensure_ascii=False)}",
             output_fields=self._FIELDS,
             limit=NAMED_CHUNKS,
         )
-        rows.sort(key=lambda r: _chunk_number(str(r["key"])))
-        return [
-            Hit(
-                str(r["key"]),
-                str(r["doc_id"]),
-                str(r["title"]),
-                str(r["heading"]),
-                str(r["text"]),
-                str(r["domain"]),
-                0.0,
-                float(np.dot(np.asarray(r["dense"], dtype=np.float32), qvec)),
-            )
-            for r in rows
-        ]
+        return [_hit(r, 0.0, _similarity(r, qvec)) for r in rows]
 
     def fetch(self, keys: list[str]) -> dict[str, dict[str, Any]]:
         """Text and vector of the given chunks, in one query."""
@@ -601,8 +592,5 @@ class KnowledgeStore:
             e = rows.get(r.key)
             if e is None:  # deleted between rank and fetch (a concurrent re-ingest)
                 continue
-            sim = r.dense_score
-            if sim is None:
-                sim = float(np.dot(np.asarray(e["dense"], dtype=np.float32), qvec))
-            out.append(Hit(r.key, e["doc_id"], e["title"], e["heading"], e["text"], e["domain"], r.score, sim))
+            out.append(_hit(e, r.score, _similarity(e, qvec) if r.dense_score is None else r.dense_score))
         return out
