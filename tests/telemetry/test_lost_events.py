@@ -66,12 +66,14 @@ def test_a_log_line_the_handler_stopped_writing_is_lost_from_its_onset() -> None
     assert categorize([d])[0] == "code"
 
 
-def test_fewer_requests_lose_nothing_and_errors_that_stop_are_not_lost() -> None:
+@pytest.mark.parametrize("level", ["ERROR", "WARN", "warning"])
+def test_fewer_requests_lose_nothing_and_errors_or_warnings_that_stop_are_not_lost(level: str) -> None:
     quieter = _traffic(4, range(-6, 3), logs=True)
     fewer = _traffic(1, range(3, 9), logs=True)  # the mix changed, each request still logs and calls
     window = Window(T, T + 9 * BUCKET_S)
     assert lost_event_deviations(quieter[0] + fewer[0], quieter[1] + fewer[1], window) == []
-    erring = _traffic(3, range(-6, 3), logs=True, level="ERROR")
+    # A warning reports the unusual path ("[Get Order By ID Fail][Order not found]"), like an error.
+    erring = _traffic(3, range(-6, 3), logs=True, level=level)
     healed = _traffic(3, range(3, 9), logs=False)
     assert lost_event_deviations(erring[0] + healed[0], erring[1] + healed[1], window) == []
 
