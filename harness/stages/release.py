@@ -127,6 +127,11 @@ NO_FINDING = {
     "en": "The telemetry shows no finding about this question; the runbook guidance below says what to check.",
     "zh": "遥测数据中没有与该问题相关的发现；下面的运维手册指导说明了要检查的内容。",
 }
+NOT_DRAWN = {
+    "en": "The model drew no finding from what the tools measured about the asked components; their lines are "
+    "below as measured, not analysed.",
+    "zh": "模型没有从工具对所问组件的测量中得出发现；工具测得的原始数据列在下面，未经分析。",
+}
 LIKELY = {"en": "Likely, not confirmed: ", "zh": "可能的原因（未经证实）："}
 NO_ANSWER = {
     "en": "The diagnosis step gave no usable answer ({status}).",
@@ -340,31 +345,38 @@ def report(
         return fallback("INSUFFICIENT_EVIDENCE", lang, [], verdict, [gap], [], ledger, None, scope)
     findings = [c for c in claims if c.claim_type != "guidance"]
     dropped = len(findings) < len([c for c in evidence.claims if c.claim_type != "guidance"])
-    said = _said(claims) + " " + " ".join(h.hypothesis_text for h in hypotheses)
     causes = root_causes(evidence, claims, ledger, scope)
+    # The model drew no finding, yet the tools measured the asked components: their lines are shown as
+    # measured (tool output, marked added), never "the telemetry shows nothing" (a Chinese question about
+    # the demo's payment-service was told so beside a new 'Slow query … (lock wait)' log template).
+    measured = [] if findings else measured_claims(ledger, scope)
+    claims = measured + claims
+    said = _said(claims) + " " + " ".join(h.hypothesis_text for h in hypotheses)
     analysis = _analysis(claims, causes, hypotheses)
     summary = evidence.diagnosis_summary.strip()
     # Without findings the summary claims nothing measured: it may use the question's words beside what
     # the runbooks and hypotheses say, but one that only restates the question answers nothing. With
     # findings it rests on them and their evidence only.
     basis = said if findings else f"{said} {question}"
-    if (
+    usable = not (
         dropped
         or not summary
         or quotes_instructions(summary)
         or not _rests_on(summary, basis)
         or (not findings and echoes(summary, question))
-    ):
+    )
+    if findings and not usable:
         # The model's summary is released as written or not at all: one that rested on a dropped finding
-        # or says more than what was released gives way to the first finding, as the model wrote it, or
-        # to a plain sentence of what could not be looked at and the model's first hypothesis, labelled.
-        if findings:
-            summary = findings[0].claim_text
-        else:
-            head = unseen or NO_FINDING[lang]
-            summary = f"{head} {LIKELY[lang]}{hypotheses[0].hypothesis_text}" if hypotheses else head
+        # or says more than what was released gives way to the first finding, as the model wrote it.
+        summary = findings[0].claim_text
     elif not findings:
-        summary = _attributed_summary(summary, claims, lang)
+        # Nothing the model found: the conclusion says so plainly first, and the model's summary (or its
+        # first hypothesis) follows as written, labelled as unconfirmed or as the runbook it repeats. A
+        # small model wrote "The root cause is …" over an unrelated runbook's sentence; read first and
+        # unlabelled, that is an answer nobody measured.
+        head = " ".join(h for h in (unseen, NOT_DRAWN[lang] if measured else None) if h) or NO_FINDING[lang]
+        likely = summary if usable else (hypotheses[0].hypothesis_text if hypotheses else "")
+        summary = f"{head} {_unconfirmed(likely, claims, lang)}".strip()
     used = sorted({e.tool_name for e in ledger.values() if e.result.status == "success"})
     scope_text = ("证据来源：" if lang == "zh" else "Evidence from: ") + (", ".join(used) or NONE[lang])
     if telemetry_source:
@@ -392,13 +404,17 @@ RESTS_ON = 0.5
 RUNBOOK_WORDS = 0.7  # the share of a summary's content words from one runbook sentence, for it to be that text
 
 
-def _attributed_summary(summary: str, claims: list[Claim], lang: str) -> str:
-    """A summary that is mostly one runbook sentence says so: runbook text is guidance, attributed."""
+def _unconfirmed(text: str, claims: list[Claim], lang: str) -> str:
+    """The model's unmeasured statement as written, labelled: a summary that is mostly one runbook
+    sentence says whose it is (runbook text is guidance, attributed); any other is a likely cause, not a
+    confirmed one."""
+    if not text:
+        return ""
     for claim in claims:
-        if claim.claim_type == "guidance" and content_overlap(summary, claim.claim_text) >= RUNBOOK_WORDS:
+        if claim.claim_type == "guidance" and content_overlap(text, claim.claim_text) >= RUNBOOK_WORDS:
             source = claim.evidence_bindings[0].source_id.split("#")[0]
-            return ("据运维手册 {s}：" if lang == "zh" else "Runbook {s} says: ").format(s=source) + summary
-    return summary
+            return ("据运维手册 {s}：" if lang == "zh" else "Runbook {s} says: ").format(s=source) + text
+    return LIKELY[lang] + text
 
 
 ECHO = 0.8  # the share of a text's content words that are the question's, for it to be the question again
@@ -491,11 +507,29 @@ def fallback(
     return Release("SAFE_FALLBACK", payload, "FALLBACK", text, head)
 
 
-def measured_lines(ledger: dict[str, LedgerEntry], scope: QuestionScope | None) -> list[str]:
-    """The first telemetry lines the answer could cite about the asked components, each with its key."""
+def _measured_spans(ledger: dict[str, LedgerEntry], scope: QuestionScope | None) -> list[Span]:
+    """The first telemetry lines the answer could cite about the asked components."""
     admit = scope.covers_key if scope is not None else None
-    spans = [s for s in build_catalog(ledger, 12, admit) if s.tool_name != "lookup_knowledge"]
-    return [f"{s.text} [{s.key}]" for s in spans[:MEASURED_LINES]]
+    return [s for s in build_catalog(ledger, 12, admit) if s.tool_name != "lookup_knowledge"][:MEASURED_LINES]
+
+
+def measured_lines(ledger: dict[str, LedgerEntry], scope: QuestionScope | None) -> list[str]:
+    """Those lines as text, each with its key."""
+    return [f"{s.text} [{s.key}]" for s in _measured_spans(ledger, scope)]
+
+
+def measured_claims(ledger: dict[str, LedgerEntry], scope: QuestionScope | None) -> list[Claim]:
+    """Those lines as findings the system added: the tool's own text, cited to itself, marked added."""
+    return [
+        Claim(
+            claim_id=f"measured-{k}",
+            claim_type="finding",
+            claim_text=s.text,
+            support_level="added",
+            evidence_bindings=[s.binding()],
+        )
+        for k, s in enumerate(_measured_spans(ledger, scope), 1)
+    ]
 
 
 def _attributed(claim: Claim) -> str:

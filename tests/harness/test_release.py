@@ -230,6 +230,53 @@ def test_without_telemetry_the_answer_is_guidance_and_says_what_it_could_not_see
     )
 
 
+def test_a_summary_without_findings_follows_a_plain_sentence_labelled_as_unconfirmed() -> None:
+    """No telemetry about the question: the model's summary is released as written, after the sentence of
+    what could not be looked at and labelled, so "the probe fails" is never read first as a finding."""
+    from harness.question_scope import question_scope
+
+    question = "After the rollout frontend pods never become Ready (KubePodNotReady). What did we break?"
+    draft = ExecutorEvidence(
+        diagnosis_summary="Frontend pods are not ready because their readiness probe checks a path the app changed.",
+        claims=[],
+        user_facing_answer="",
+    )
+    ledger = _runbook_ledger()
+    release = report(draft, ledger, "en", None, question_scope(question, ledger), question)
+    assert release.conclusion == (
+        "No metrics or logs for frontend, KubePodNotReady in the connected backends; the answer rests on runbook "
+        "guidance only. Likely, not confirmed: Frontend pods are not ready because their readiness probe checks a "
+        "path the app changed."
+    )
+
+
+def _metrics_ledger() -> dict[str, LedgerEntry]:
+    lines = [
+        {"key": "logtpl:payment-service:2", "text": "payment-service log template 'Slow query <*>: UPDATE orders "
+         "SET status=? WHERE id=? (lock wait)': 16 lines in the window, 0 in the baseline (new)"},
+        {"key": "metric:order-service:http_server_requests", "text": "order-service p99 120 ms, unchanged"},
+    ]
+    logs = LedgerEntry("c5", "query_logs", {}, ToolResult("success", {"evidence": lines}), 1)
+    return {"c5": logs, **_runbook_ledger()}
+
+
+def test_measured_lines_stand_as_added_findings_when_the_model_drew_none() -> None:
+    """The tools measured the asked service, the model wrote no finding: its lines are released verbatim as
+    findings the system added (the answer never says the telemetry showed nothing), another service's are
+    not, and no root cause rests on them."""
+    draft = ExecutorEvidence(diagnosis_summary="", claims=[], user_facing_answer="")
+    scope = QuestionScope(frozenset({"payment-service"}))
+    release = report(draft, _metrics_ledger(), "en", None, scope, "Is the payment database down?")
+    payload = release.payload.model_dump()
+    first = payload["report"]["analysis"][0]
+    assert (first["kind"], first["added"], first["evidence_keys"]) == ("finding", True, ["logtpl:payment-service:2"])
+    assert first["text"].startswith("payment-service log template 'Slow query <*>: UPDATE orders")
+    assert "order-service" not in str(payload["report"]["analysis"])
+    assert release.conclusion.startswith("The model drew no finding from what the tools measured")
+    assert payload["root_causes"] == []
+    assert [r["source_type"] for r in payload["references"]][:1] == ["LOGS"]
+
+
 def test_a_runbook_sentence_is_never_released_as_a_finding() -> None:
     """The model wrote a runbook line as a finding citing a metric line: it is dropped (the line is guidance,
     released verbatim with its runbook), and its own reading of the metric stays a finding."""
