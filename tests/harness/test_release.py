@@ -252,8 +252,11 @@ def test_a_summary_without_findings_follows_a_plain_sentence_labelled_as_unconfi
 
 def _metrics_ledger() -> dict[str, LedgerEntry]:
     lines = [
-        {"key": "logtpl:payment-service:2", "text": "payment-service log template 'Slow query <*>: UPDATE orders "
-         "SET status=? WHERE id=? (lock wait)': 16 lines in the window, 0 in the baseline (new)"},
+        {
+            "key": "logtpl:payment-service:2",
+            "text": "payment-service log template 'Slow query <*>: UPDATE orders "
+            "SET status=? WHERE id=? (lock wait)': 16 lines in the window, 0 in the baseline (new)",
+        },
         {"key": "metric:order-service:http_server_requests", "text": "order-service p99 120 ms, unchanged"},
     ]
     logs = LedgerEntry("c5", "query_logs", {}, ToolResult("success", {"evidence": lines}), 1)
