@@ -10,6 +10,7 @@ are dropped, a conclusion or answer becomes a plain sentence saying why.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from harness.contracts import (
@@ -133,6 +134,11 @@ NOT_DRAWN = {
     "zh": "模型没有从工具对所问组件的测量中得出发现；工具测得的原始数据列在下面，未经分析。",
 }
 LIKELY = {"en": "Likely, not confirmed: ", "zh": "可能的原因（未经证实）："}
+SCATTERED = {
+    "en": "No runbook in the knowledge base is closely about this: each passage the search found is from a "
+    "different runbook, so the guidance below is only the nearest found and may not apply.",
+    "zh": "知识库中没有与此问题紧密相关的运维手册：检索到的每一段都来自不同的手册，下面的指导只是最接近的结果，可能并不适用。",
+}
 NO_ANSWER = {
     "en": "The diagnosis step gave no usable answer ({status}).",
     "zh": "诊断步骤没有给出可用的回答（{status}）。",
@@ -294,6 +300,28 @@ def _analysis(claims: list[Claim], causes: list[RootCause], hypotheses: list[Hyp
     return items
 
 
+def _topic(title: str) -> str:
+    """A runbook's subject from its title, however a corpus spells it ("Kube Pod Not Ready", "KubePodNotReady")."""
+    return re.sub(r"[^0-9a-z\u4e00-\u9fff]", "", title.lower())
+
+
+def scattered_guidance(ledger: dict[str, LedgerEntry], lang: str) -> str | None:
+    """A sentence for the user when the question's own lookup agreed on no runbook: every passage it
+    returned is from a different runbook. On the tuning half of the correctness set those were the answers
+    quoting a Gandi domain panel, a tutorial template or etcd's read latency for questions none of them is
+    about; where the knowledge base has a runbook on the subject, two or more passages share it."""
+    found = False
+    for entry in about_the_question(ledger, has_telemetry=False).values():
+        if entry.tool_name != "lookup_knowledge" or entry.result.status != "success":
+            continue
+        blocks = [b for b in entry.result.output.get("evidence") or [] if isinstance(b, dict)]
+        topics = [_topic(str(b.get("title") or str(b.get("key", "")).split("#")[0])) for b in blocks]
+        if len(topics) < 2 or len(set(topics)) < len(topics):
+            return None  # one lookup that agreed on a runbook (or found one passage) is enough
+        found = True
+    return SCATTERED[lang] if found else None
+
+
 def _added_guidance(ledger: dict[str, LedgerEntry], picked: list[Claim] | None = None) -> list[Claim]:
     """The two lines that say most about causes (``telling``) of the runbook that the lookup of the
     question itself ranked first (never its symptom or impact section; the playbook's lookup for a
@@ -350,6 +378,7 @@ def report(
     # measured (tool output, marked added), never "the telemetry shows nothing" (a Chinese question about
     # the demo's payment-service was told so beside a new 'Slow query … (lock wait)' log template).
     measured = [] if findings else measured_claims(ledger, scope)
+    scattered = scattered_guidance(ledger, lang) if any(c.claim_type == "guidance" for c in claims) else None
     claims = measured + claims
     said = _said(claims) + " " + " ".join(h.hypothesis_text for h in hypotheses)
     analysis = _analysis(claims, causes, hypotheses)
@@ -375,6 +404,7 @@ def report(
         # small model wrote "The root cause is …" over an unrelated runbook's sentence; read first and
         # unlabelled, that is an answer nobody measured.
         head = " ".join(h for h in (unseen, NOT_DRAWN[lang] if measured else None) if h) or NO_FINDING[lang]
+        head = f"{head} {scattered}" if scattered else head
         likely = summary if usable else (hypotheses[0].hypothesis_text if hypotheses else "")
         summary = f"{head} {_unconfirmed(likely, claims, lang)}".strip()
     used = sorted({e.tool_name for e in ledger.values() if e.result.status == "success"})
@@ -388,7 +418,7 @@ def report(
             analysis=analysis,
             action_plan=[],
             recommendations=[],
-            limitations=Limitations(scope=scope_text, missing_info=[unseen, *missing] if unseen else missing),
+            limitations=Limitations(scope=scope_text, missing_info=[m for m in (unseen, scattered) if m] + missing),
         ),
         references=_references(claims, ledger),
         root_causes=causes,
@@ -467,11 +497,12 @@ def fallback(
     else:
         confirmed = [c.claim_text for c in confirmed_claims]
     confirmed = [c for c in confirmed if not quotes_instructions(c) and c not in guidance]
+    scattered = None
     if not steps:
         steps = [_attributed(c) for c in list(guidance.values()) or _added_guidance(ledger)]
+        scattered = scattered_guidance(ledger, lang) if steps else None
     unseen = limitation(scope, lang) if scope is not None else None
-    if unseen:
-        gaps = [unseen, *gaps]
+    gaps = [g for g in (unseen, scattered) if g] + gaps
     failures = tool_failures(ledger)
     if kind == "INSUFFICIENT_EVIDENCE" and failures:
         kind, gaps = "TOOL_ERROR", [*failures, *gaps]

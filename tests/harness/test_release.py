@@ -280,6 +280,40 @@ def test_measured_lines_stand_as_added_findings_when_the_model_drew_none() -> No
     assert [r["source_type"] for r in payload["references"]][:1] == ["LOGS"]
 
 
+def _lookup_ledger(titles: list[str]) -> dict[str, LedgerEntry]:
+    blocks = [
+        {
+            "key": f"{t.replace(' ', '-').lower()}#chunk-{n}",
+            "title": t,
+            "heading": f"{t} > Diagnosis",
+            "text": f"{t} > Diagnosis\nThe probe usually fails because the port {n} is wrong in the template.",
+        }
+        for n, t in enumerate(titles)
+    ]
+    output = {"evidence": blocks}
+    return {"c9": LedgerEntry("c9", "lookup_knowledge", {"query": "q"}, ToolResult("success", output), 1)}
+
+
+def test_guidance_from_runbooks_that_agree_on_nothing_says_it_may_not_apply() -> None:
+    """Every passage the question's lookup found is from a different runbook: the answer says no runbook
+    is closely about the question, in its limitations and after the conclusion's plain sentence; two
+    passages of one runbook, however the corpora spell its title, are a runbook on the subject."""
+    from harness.stages.release import SCATTERED
+
+    draft = ExecutorEvidence(diagnosis_summary="", claims=[], user_facing_answer="")
+    scope = QuestionScope(frozenset({"cart"}))
+    scattered = report(
+        draft, _lookup_ledger(["Gandi domains", "Tutorial template", "etcd slow reads"]), "en", None, scope
+    )
+    payload = scattered.payload.model_dump()
+    assert SCATTERED["en"] in payload["report"]["limitations"]["missing_info"]
+    assert SCATTERED["en"] in scattered.conclusion
+    agreed = report(
+        draft, _lookup_ledger(["KubePodNotReady", "Kube Pod Not Ready", "etcd slow reads"]), "en", None, scope
+    )
+    assert SCATTERED["en"] not in str(agreed.payload.model_dump())
+
+
 def test_a_runbook_sentence_is_never_released_as_a_finding() -> None:
     """The model wrote a runbook line as a finding citing a metric line: it is dropped (the line is guidance,
     released verbatim with its runbook), and its own reading of the metric stays a finding."""
