@@ -135,9 +135,9 @@ NOT_DRAWN = {
 }
 LIKELY = {"en": "Likely, not confirmed: ", "zh": "可能的原因（未经证实）："}
 SCATTERED = {
-    "en": "No runbook in the knowledge base is closely about this: each passage the search found is from a "
-    "different runbook, so the guidance below is only the nearest found and may not apply.",
-    "zh": "知识库中没有与此问题紧密相关的运维手册：检索到的每一段都来自不同的手册，下面的指导只是最接近的结果，可能并不适用。",
+    "en": "The knowledge search agreed on no runbook: each passage below comes from a different one, so some of "
+    "this guidance may not apply to the question.",
+    "zh": "知识库检索没有集中到某一本手册：下面每一段都来自不同的手册，其中部分指导可能并不适用于此问题。",
 }
 NO_ANSWER = {
     "en": "The diagnosis step gave no usable answer ({status}).",
@@ -309,7 +309,9 @@ def scattered_guidance(ledger: dict[str, LedgerEntry], lang: str) -> str | None:
     """A sentence for the user when the question's own lookup agreed on no runbook: every passage it
     returned is from a different runbook. On the tuning half of the correctness set those were the answers
     quoting a Gandi domain panel, a tutorial template or etcd's read latency for questions none of them is
-    about; where the knowledge base has a runbook on the subject, two or more passages share it."""
+    about; where the knowledge base has a runbook on the subject, two or more passages usually share it.
+    Usually, not always (one passage of the right runbook can stand among strangers), so the sentence says
+    what the search did, not that no runbook is about the question."""
     found = False
     for entry in about_the_question(ledger, has_telemetry=False).values():
         if entry.tool_name != "lookup_knowledge" or entry.result.status != "success":

@@ -295,9 +295,9 @@ def _lookup_ledger(titles: list[str]) -> dict[str, LedgerEntry]:
 
 
 def test_guidance_from_runbooks_that_agree_on_nothing_says_it_may_not_apply() -> None:
-    """Every passage the question's lookup found is from a different runbook: the answer says no runbook
-    is closely about the question, in its limitations and after the conclusion's plain sentence; two
-    passages of one runbook, however the corpora spell its title, are a runbook on the subject."""
+    """Every passage the question's lookup found is from a different runbook: the answer says the search
+    agreed on no runbook, in its limitations and after the conclusion's plain sentence; two passages of
+    one runbook, however the corpora spell its title, are agreement."""
     from harness.stages.release import SCATTERED
 
     draft = ExecutorEvidence(diagnosis_summary="", claims=[], user_facing_answer="")
