@@ -34,7 +34,7 @@ from deployments.http_api import tenant_of
 from deployments.limits import RunLimiter
 from deployments.openai_embeddings import add_embedding_route
 from deployments.openai_request import ChatCompletionRequest, refusal, tool_calls_out
-from harness.json_tools import flatten_messages, guided_schema, parse_reply, tool_call_schema
+from harness.json_tools import MAX_TOOL_CALLS, flatten_messages, guided_schema, parse_reply, tool_call_schema
 from harness.model import ModelResponse
 from harness.protocols import AuditSink
 from harness.recorder import RunRecorder, Usage
@@ -222,8 +222,13 @@ class CleanedUpStream(StreamingResponse):
 def _schema(req: ChatCompletionRequest) -> dict[str, Any] | None:
     request = req.model_request()
     if req.must_call():
-        return tool_call_schema(request.tools)
+        return tool_call_schema(request.tools, _most_calls(req))
     return guided_schema(request)
+
+
+def _most_calls(req: ChatCompletionRequest) -> int:
+    """``parallel_tool_calls: false`` allows one call per reply (a sampled small model wrote two)."""
+    return 1 if req.parallel_tool_calls is False else MAX_TOOL_CALLS
 
 
 @dataclass
@@ -264,7 +269,8 @@ class _Call:
         parsed = parse_reply(text, ModelResponse(text=text, usage=self.usage), self.req.model_request())
         if parsed.tool_calls:
             self.finish_reason = "tool_calls"
-            return {"role": "assistant", "content": None, "tool_calls": tool_calls_out(parsed.tool_calls)}
+            calls = parsed.tool_calls[: _most_calls(self.req)]
+            return {"role": "assistant", "content": None, "tool_calls": tool_calls_out(calls)}
         return {"role": "assistant", "content": text}
 
 

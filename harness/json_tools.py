@@ -22,7 +22,11 @@ TOOL_INSTRUCTIONS = (
 )
 
 
-def tool_call_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
+MAX_TOOL_CALLS = 3  # calls one reply may make (OpenAI's parallel tool calls)
+
+
+def tool_call_schema(tools: list[dict[str, Any]], most: int = MAX_TOOL_CALLS) -> dict[str, Any]:
+    """``most``: 1 where the client asked for no parallel calls (``parallel_tool_calls: false``)."""
     names = [t["function"]["name"] for t in tools]
     return {
         "type": "object",
@@ -30,7 +34,7 @@ def tool_call_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
             "tool_calls": {
                 "type": "array",
                 "minItems": 1,
-                "maxItems": 3,
+                "maxItems": most,
                 "items": {
                     "type": "object",
                     "properties": {"name": {"type": "string", "enum": names}, "arguments": {"type": "object"}},

@@ -137,6 +137,21 @@ async def test_an_unknown_model_is_a_404() -> None:
     assert missing.value.code == "model_not_found" and missing.value.param == "model"  # type: ignore[attr-defined]
 
 
+async def test_parallel_tool_calls_false_allows_one_call() -> None:
+    """The client asked for no parallel calls: decoding is constrained to one, and a reply with two (an
+    engine that ignored the schema) comes back with its first only; asked nothing, both come back."""
+    two = json.dumps({"tool_calls": [{"name": "get_weather", "arguments": {"city": c}} for c in ("Paris", "Lyon")]})
+    llm = ScriptedLLMHandle(two)
+    client = _client(llm)
+    ask = {"model": "tiny", "messages": [{"role": "user", "content": "Weather in Paris?"}], "tools": [WEATHER]}
+    one = await client.chat.completions.create(**ask, tool_choice="required", parallel_tool_calls=False)  # type: ignore[call-overload]
+    assert llm.calls[0][3] == tool_call_schema([WEATHER], 1)
+    assert [json.loads(c.function.arguments)["city"] for c in one.choices[0].message.tool_calls or []] == ["Paris"]  # type: ignore[union-attr]
+    both = await client.chat.completions.create(**ask, tool_choice="required")  # type: ignore[call-overload]
+    assert llm.calls[1][3] == tool_call_schema([WEATHER])
+    assert len(both.choices[0].message.tool_calls or []) == 2
+
+
 async def test_a_tool_call_comes_back_in_openai_shape_stream_or_not() -> None:
     llm = ScriptedLLMHandle(CALL_REPLY)
     client = _client(llm)
