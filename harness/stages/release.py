@@ -10,7 +10,6 @@ are dropped, a conclusion or answer becomes a plain sentence saying why.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from harness.contracts import (
@@ -36,6 +35,7 @@ from harness.question_scope import QuestionScope, limitation
 from harness.stages.answer import guidance
 from harness.stages.support_check import content_overlap
 from harness.tools.base import EVIDENCE_TOOLS, LedgerEntry
+from rag.chunking import slug
 
 SOURCE_TYPES = {
     "lookup_knowledge": "RAG",
@@ -301,8 +301,9 @@ def _analysis(claims: list[Claim], causes: list[RootCause], hypotheses: list[Hyp
 
 
 def _topic(title: str) -> str:
-    """A runbook's subject from its title, however a corpus spells it ("Kube Pod Not Ready", "KubePodNotReady")."""
-    return re.sub(r"[^0-9a-z\u4e00-\u9fff]", "", title.lower())
+    """A runbook's subject from its title, however a corpus spells it ("Kube Pod Not Ready", "KubePodNotReady"):
+    its document-id slug without the hyphens."""
+    return slug(title).replace("-", "")
 
 
 def scattered_guidance(ledger: dict[str, LedgerEntry], lang: str) -> str | None:
@@ -406,7 +407,7 @@ def report(
         # small model wrote "The root cause is …" over an unrelated runbook's sentence; read first and
         # unlabelled, that is an answer nobody measured.
         head = " ".join(h for h in (unseen, NOT_DRAWN[lang] if measured else None) if h) or NO_FINDING[lang]
-        head = f"{head} {scattered}" if scattered else head
+        head = " ".join(h for h in (head, scattered) if h)
         likely = summary if usable else (hypotheses[0].hypothesis_text if hypotheses else "")
         summary = f"{head} {_unconfirmed(likely, claims, lang)}".strip()
     used = sorted({e.tool_name for e in ledger.values() if e.result.status == "success"})
