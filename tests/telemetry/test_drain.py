@@ -54,3 +54,19 @@ def test_grouping_accuracy_definition() -> None:
     assert grouping_accuracy([1, 1, 2], ["a", "a", "b"]) == 1.0
     assert grouping_accuracy([1, 1, 1], ["a", "a", "b"]) == 0.0  # one group holding two true groups: all wrong
     assert grouping_accuracy([1, 2, 3], ["a", "a", "b"]) == 1 / 3
+
+
+def test_lines_from_different_source_places_never_share_a_template() -> None:
+    # Two statements of one class (logback's %logger#%line) that differ only in a number: without the
+    # place they are one template, and a handler that stops before the second looks unchanged.
+    lines = [
+        "t.s.TravelServiceImpl#451 [getTickets][Calculate distance][calculate time: 0]",
+        "t.s.TravelServiceImpl#457 [getTickets][Calculate distance][calculate time: 60]",
+        "t.s.TravelServiceImpl#451 [getTickets][Calculate distance][calculate time: 5]",
+    ]
+    templates, ids = mine(lines)
+    assert ids == [1, 2, 1]
+    assert templates[0].text == f"t.s.TravelServiceImpl#451 [getTickets][Calculate distance][calculate time: {WILDCARD}]"
+    assert mask("at c.f.Bar.run(Bar.java:123) in handler.py:88 took 12ms, order:77 id#5") == (
+        f"at c.f.Bar.run(Bar.java:123) in handler.py:88 took {WILDCARD}, order:{WILDCARD} id#{WILDCARD}"
+    )

@@ -111,6 +111,6 @@ async def test_rank_anomalies_says_what_the_requests_stopped_doing(trainticket: 
     first = result.output["evidence"][0]
     assert first["key"] == "anomaly:ts-route-service:2023-01-29T10:56Z"
     assert (
-        "lost_events (/api/v1/routeservice/routes/byIds/: logs 'r.c.RouteController#<*> [getRouteById]" in first["text"]
+        "lost_events (/api/v1/routeservice/routes/byIds/: logs 'r.c.RouteController#53 [getRouteById]" in first["text"]
     )
     assert "100% of requests -> 6% of requests" in first["text"] and "Suspected code" in first["text"]
