@@ -216,10 +216,11 @@ def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from rag.eval import evaluate, format_table
 
     cfg = load_config(args.config)
-    dataset = Path(args.dataset)
-    if not dataset.is_dir():
-        print(f"raydiag: {dataset} is not a directory", file=sys.stderr)
-        return 2
+    datasets = [Path(d) for d in args.dataset]
+    for dataset in datasets:
+        if not dataset.is_dir():
+            print(f"raydiag: {dataset} is not a directory", file=sys.stderr)
+            return 2
     embedder = embedder_for(cfg.search)
     with tempfile.TemporaryDirectory(prefix="raydiag-eval-") as scratch:
         # A Milvus server URI is used as is (a scratch collection, dropped after); the embedded default
@@ -295,10 +296,11 @@ def _cmd_eval_rca(args: argparse.Namespace) -> int:
     from deployments.rca_eval import evaluate, format_table
 
     cfg = load_config(args.config)
-    dataset = Path(args.dataset)
-    if not dataset.is_dir():
-        print(f"raydiag: {dataset} is not a directory", file=sys.stderr)
-        return 2
+    datasets = [Path(d) for d in args.dataset]
+    for dataset in datasets:
+        if not dataset.is_dir():
+            print(f"raydiag: {dataset} is not a directory", file=sys.stderr)
+            return 2
     model = "none (tools only)"
     if args.tools_only:
         diagnose = None
@@ -306,11 +308,11 @@ def _cmd_eval_rca(args: argparse.Namespace) -> int:
         diagnose, model = _eval_app(cfg, args.address, args.app)
     provenance = stamp()  # the code the run starts with (files may change during a long run)
     try:
-        result = asyncio.run(evaluate(dataset, diagnose, args.delay_min, args.limit, args.concurrency))
+        result = asyncio.run(evaluate(datasets, diagnose, args.delay_min, args.limit, args.concurrency))
     except FileNotFoundError as err:
         print(f"raydiag: {err}", file=sys.stderr)
         return 2
-    result.update({"model": model, "dataset": str(dataset), **provenance})
+    result.update({"model": model, "dataset": [str(d) for d in datasets], **provenance})
     print(format_table(result))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -409,7 +411,13 @@ def build_parser() -> argparse.ArgumentParser:
     er.add_argument("--out", default=None, help="write the JSON result here")
     er.set_defaults(fn=_cmd_eval_retrieval)
     rc = ev.add_parser("rca", help="root-cause accuracy on labelled faults (Nezha layout) through the pipeline")
-    rc.add_argument("--dataset", required=True, help="directory with rca_data/<day>/<day>-fault_list.json + metric/")
+    rc.add_argument(
+        "--dataset",
+        required=True,
+        nargs="+",
+        action="extend",
+        help="directories with rca_data/<day>/<day>-fault_list.json + metric/ (several: scored pooled and per day)",
+    )
     rc.add_argument("--out", default=None, help="write the JSON result here")
     rc.add_argument("--limit", type=int, default=None, help="only the first N faults")
     rc.add_argument("--concurrency", type=int, default=2, help="diagnoses in flight at once")

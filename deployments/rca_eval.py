@@ -1,7 +1,8 @@
 """``raydiag eval rca``: labelled microservice faults replayed through the real pipeline and scored.
 
 A dataset in the Nezha layout (``DIR/rca_data/<day>/<day>-fault_list.json`` + ``metric/``, optionally
-``log/``) gives one case per fault. The fault list is read here only, to build each case's question
+``log/`` and ``trace/``) gives one case per fault; several datasets are scored in one run, pooled and
+per day (``days``, keyed "system day"). The fault list is read here only, to build each case's question
 and clock and to score the answer; the run gets the day's telemetry folder and its clock through the
 internal run context (harness/scope.py), never the fault. The question holds what an on-call engineer
 has: the system, the time, a generic symptom (English and Chinese alternate). The clock stands at
@@ -149,6 +150,7 @@ async def run_case(case: Case, n: int, diagnose: Diagnose, delay_s: float) -> di
     predicted = list(dict.fromkeys(str(c.get("component", "")) for c in causes))
     return {
         "day": case.day,
+        "system": case.system,
         "inject_time": case.inject_time,
         "truth_service": case.truth_service,
         "truth_type": case.truth_type,
@@ -240,15 +242,55 @@ def _progress(done: int, total: int, started: float) -> None:
     sys.stderr.flush()
 
 
+def score(
+    rows: list[dict[str, Any]], cases: list[Case], ranked: dict[str, list[tuple[list[str], str]]]
+) -> dict[str, Any]:
+    """One set of cases scored: the answers, the default tools-only ranking beside them, each modality
+    set's ranking, and per fault type."""
+    tools = ranked["metrics+logs+traces"]  # what the service's tools rank by default (telemetry_for's)
+    return {
+        **summarize(rows, tools),
+        "tools_by_modality": {name: modality_summary(cases, r) for name, r in ranked.items()},
+        "by_type": breakdown(rows, "truth_type"),
+    }
+
+
+def per_day(
+    rows: list[dict[str, Any]], cases: list[Case], ranked: dict[str, list[tuple[list[str], str]]]
+) -> dict[str, Any]:
+    """``score`` of each day on its own, keyed "system day": targets are per system, and a pooled figure
+    hides a day the method does not carry to."""
+    out: dict[str, Any] = {}
+    for key in dict.fromkeys(f"{c.system} {c.day}" for c in cases):
+        pick = [i for i, c in enumerate(cases) if f"{c.system} {c.day}" == key]
+        first = cases[pick[0]]
+        out[key] = {
+            "system": first.system,
+            "day": first.day,
+            "dataset": str(first.day_dir.parent.parent),
+            **score(
+                [rows[i] for i in pick],
+                [cases[i] for i in pick],
+                {name: [r[i] for i in pick] for name, r in ranked.items()},
+            ),
+        }
+    return out
+
+
 async def evaluate(
-    dataset: Path,
+    datasets: Path | list[Path],
     diagnose: Diagnose | None,
     delay_min: float = 5.0,
     limit: int | None = None,
     concurrency: int = 2,
 ) -> dict[str, Any]:
-    """Score every case; ``diagnose=None`` scores the tools-only ranking alone."""
-    cases, skipped = load_cases(dataset)
+    """Score every case of every dataset; ``diagnose=None`` scores the tools-only ranking alone."""
+    cases: list[Case] = []
+    skipped: list[str] = []
+    for dataset in [datasets] if isinstance(datasets, Path) else datasets:
+        found, missing = load_cases(dataset)
+        cases += found
+        skipped += missing
     cases = cases[:limit] if limit else cases
     delay_s = delay_min * 60
     factories: dict[Path, ToolFactory] = {}
@@ -256,12 +298,12 @@ async def evaluate(
         name: [await tools_only(c, delay_s, factories, modalities) for c in cases]
         for name, modalities in MODALITY_SETS.items()
     }
-    by_modality = {name: modality_summary(cases, r) for name, r in ranked.items()}
-    tools = ranked["metrics+logs+traces"]  # what the service's tools rank by default (telemetry_for's)
+    tools = ranked["metrics+logs+traces"]
     if diagnose is None:
         rows = [
             {
                 "day": c.day,
+                "system": c.system,
                 "inject_time": c.inject_time,
                 "truth_service": c.truth_service,
                 "truth_type": c.truth_type,
@@ -289,12 +331,10 @@ async def evaluate(
 
         rows = list(await asyncio.gather(*(one(n, c) for n, c in enumerate(cases, 1))))
         sys.stderr.write("\n")
-    result = summarize(rows, tools)
     return {
-        **result,
-        "tools_by_modality": by_modality,
+        **score(rows, cases, ranked),
         "by_day": breakdown(rows, "day"),
-        "by_type": breakdown(rows, "truth_type"),
+        "days": per_day(rows, cases, ranked),
         "cases": rows,
         "skipped_days": skipped,
         "delay_min": delay_min,
@@ -304,6 +344,12 @@ async def evaluate(
 def format_table(result: dict[str, Any]) -> str:
     s, t, ch = result["summary"], result["tools_only"], result["changed_top"]
     lines = [
+        *(
+            f"{day}: cases {d['summary']['n']}   AS@1 {d['summary']['as1']}   AS@3 {d['summary']['as3']}   "
+            f"(tools only {d['tools_only']['as1']} / {d['tools_only']['as3']})"
+            for day, d in (result.get("days") or {}).items()
+            if len(result.get("days") or {}) > 1
+        ),
         f"cases {s['n']}   AS@1 {s['as1']}   AS@3 {s['as3']}   type {s['type_acc']}   reports {s['report_rate']}   "
         f"fallbacks {s['fallback_rate']}   failed {s['failed']}",
         f"tools only: AS@1 {t['as1']}   AS@3 {t['as3']}   type {t['type_acc']}",

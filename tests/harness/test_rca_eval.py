@@ -138,3 +138,25 @@ def test_traces_and_logs_find_what_metrics_miss(tmp_path: Path, shared_dir: Path
     modality = {name: m["as1"] for name, m in result["tools_by_modality"].items()}
     assert modality == {"metrics": 0.0, "metrics+logs": 1.0, "metrics+logs+traces": 1.0}
     assert result["cases"][0]["predicted"][0] == "ts-basic-service"
+
+
+def test_two_datasets_are_scored_pooled_and_per_day(slice_dir: Path, tmp_path: Path, shared_dir: Path) -> None:
+    """The OnlineBoutique slice (both faults found) and one TrainTicket fault in one run: the pooled
+    figures count all three, each day keeps its own, keyed by system and day."""
+    day_src = shared_dir / "data" / "nezha-rca-trainticket" / "rca_data" / "2023-01-29"
+    day = tmp_path / "tt" / "rca_data" / "2023-01-29"
+    day.mkdir(parents=True)
+    (day / "metric").symlink_to(day_src / "metric")
+    picked = [f for f in faults(day_src) if f["inject_time"] == "2023-01-29 09:03:53"]
+    (day / "2023-01-29-fault_list.json").write_text(json.dumps({"09": picked}), encoding="utf-8")
+    out = tmp_path / "both.json"
+    argv = ["eval", "rca", "--dataset", str(slice_dir), str(tmp_path / "tt"), "--tools-only", "--out", str(out)]
+    assert main(argv) == 0
+    result = json.loads(out.read_text())
+    assert list(result["days"]) == ["OnlineBoutique 2022-08-22", "TrainTicket 2023-01-29"]
+    ob, tt = result["days"].values()
+    # metrics alone miss the TrainTicket return fault (the test above): 2 of 3 pooled
+    assert (ob["summary"]["n"], ob["tools_only"]["as1"]) == (2, 1.0)
+    assert (tt["summary"]["n"], tt["tools_only"]["as1"], tt["dataset"]) == (1, 0.0, str(tmp_path / "tt"))
+    assert result["summary"]["n"] == 3 and result["tools_only"]["as1"] == 0.667
+    assert result["dataset"] == [str(slice_dir), str(tmp_path / "tt")]

@@ -66,7 +66,9 @@ def test_lines_from_different_source_places_never_share_a_template() -> None:
     ]
     templates, ids = mine(lines)
     assert ids == [1, 2, 1]
-    assert templates[0].text == f"t.s.TravelServiceImpl#451 [getTickets][Calculate distance][calculate time: {WILDCARD}]"
+    assert (
+        templates[0].text == f"t.s.TravelServiceImpl#451 [getTickets][Calculate distance][calculate time: {WILDCARD}]"
+    )
     assert mask("at c.f.Bar.run(Bar.java:123) in handler.py:88 took 12ms, order:77 id#5") == (
         f"at c.f.Bar.run(Bar.java:123) in handler.py:88 took {WILDCARD}, order:{WILDCARD} id#{WILDCARD}"
     )
