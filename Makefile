@@ -105,8 +105,8 @@ bench: install prometheus mariadb
 readme-tables: install
 	$(BIN)/python benchmarks/render_readme.py
 
-# Root-cause accuracy of the service with the configured model on the 24 labelled Nezha faults
-# (about 25 minutes with the embedded model on two cores).
+# Root-cause accuracy of the service with the configured model on the 52 labelled faults of the two
+# Nezha development days (the wall time is in benchmarks/results/rca.json).
 bench-rca: install
 	$(BIN)/raydiag --config $(CONFIG) models pull
 	$(BIN)/python benchmarks/rca_eval.py

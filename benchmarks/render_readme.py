@@ -533,70 +533,96 @@ def faults(d: dict[str, Any]) -> str:
     return _table(header, rows) + "\n\n" + _stamp(d)
 
 
-def rca(d: dict[str, Any]) -> str:
+def _rca_rows(key: str, d: dict[str, Any], model: str) -> list[list[str]]:
+    """One day: the whole pipeline where the run had one, the ranking alone, the naive baseline."""
     s, tools, naive = d["summary"], d["tools_only"], d["naive_baseline"]
-    rows = [
+    rows = []
+    if s.get("report_rate") is not None:
+        rows.append(
+            [
+                f"{key}: raydiag, `{model}` (whole pipeline)",
+                f"**{s['as1']:.3f}**",
+                f"**{s['as3']:.3f}**",
+                f"{s['type_acc']:.3f}",
+                f"{s['report_rate']:.3f}",
+                f"{s['fallback_rate']:.3f}",
+                str(s["failed"]),
+                f"{s['median_duration_s']:.1f}",
+                _int(s["tokens_per_case"]),
+            ]
+        )
+    rows.append(
         [
-            f"raydiag, `{d['model']}` (whole pipeline)",
-            f"**{s['as1']:.3f}**",
-            f"**{s['as3']:.3f}**",
-            f"{s['type_acc']:.3f}",
-            f"{s['report_rate']:.3f}",
-            f"{s['fallback_rate']:.3f}",
-            str(s["failed"]),
-            f"{s['median_duration_s']:.1f}",
-            _int(s["tokens_per_case"]),
-        ],
-        [
-            "`rank_anomalies` alone (same windows, no model)",
+            f"{key}: `rank_anomalies` alone (same windows, no model)",
             f"{tools['as1']:.3f}",
             f"{tools['as3']:.3f}",
             f"{tools['type_acc']:.3f}",
             *[""] * 5,
-        ],
-        [f"reference baseline `{naive['tool']}`", f"{naive['as1']:.3f}", f"{naive['as3']:.3f}", *[""] * 6],
-    ]
-    header = ["", "AS@1", "AS@3", "fault type", "report rate", "fallback", "failed", "median s / case", "tokens / case"]
-    ch = d["changed_top"]
-    tail = (
-        f"{s['n']} faults; where the model's top answer differs from the ranking's ({ch['n']}), the model was "
-        f"right {ch['model_right']}, the ranking {ch['tools_right']}. Wall time {d['wall_s'] / 60:.1f} min. "
+        ]
     )
+    rows.append(
+        [f"{key}: reference baseline `{naive['tool']}`", f"{naive['as1']:.3f}", f"{naive['as3']:.3f}", *[""] * 6]
+    )
+    return rows
+
+
+def rca(d: dict[str, Any]) -> str:
+    """Each development day: the whole pipeline beside the ranking alone and the naive baseline."""
+    rows = [row for key, day in d["days"].items() for row in _rca_rows(key, day, d["model"])]
+    header = ["", "AS@1", "AS@3", "fault type", "report rate", "fallback", "failed", "median s / case", "tokens / case"]
+    changed = "; ".join(
+        f"{key}, {day['summary']['n']} faults: the model's top answer differs from the ranking's in "
+        f"{day['changed_top']['n']}, the model right {day['changed_top']['model_right']}, the ranking "
+        f"{day['changed_top']['tools_right']}"
+        for key, day in d["days"].items()
+    )
+    s, tools = d["summary"], d["tools_only"]
+    pooled = (
+        f"All {s['n']} faults: AS@1 {s['as1']:.3f}, AS@3 {s['as3']:.3f} "
+        f"(the ranking alone {tools['as1']:.3f} / {tools['as3']:.3f}). "
+    )
+    tail = f"{changed}. {pooled}Wall time {d['wall_s'] / 60:.1f} min. "
     return _table(header, rows) + "\n\n" + tail + _stamp(d)
 
 
+def _as_pair(m: dict[str, Any] | None) -> str:
+    return "" if m is None else f"{m['as1']:.2f} / {m['as3']:.2f}"
+
+
 def rca_modalities(d: dict[str, Any]) -> str:
-    """The tools-only ranking on one day, per modality set and per fault type, beside the naive baseline;
-    above them the whole pipeline where the run had one."""
-    sets = d["tools_by_modality"]
-    types = sorted(next(iter(sets.values()))["by_type"])
-    header = ["`rank_anomalies` on", "AS@1", "AS@3", *[f"{t} AS@1 / AS@3" for t in types]]
-    pipeline = []
-    if d["summary"].get("report_rate") is not None:
-        s, by = d["summary"], d["by_type"]
-        pipeline = [
-            [
-                f"whole pipeline, `{d['model']}`",
-                f"{s['as1']:.3f}",
-                f"{s['as3']:.3f}",
-                *[f"{by[t]['as1']:.2f} / {by[t]['as3']:.2f}" for t in types],
-            ]
-        ]
-    rows = pipeline + [
-        [
-            name.replace("+", " + "),
-            f"{m['as1']:.3f}",
-            f"{m['as3']:.3f}",
-            *[f"{m['by_type'][t]['as1']:.2f} / {m['by_type'][t]['as3']:.2f}" for t in types],
-        ]
-        for name, m in sets.items()
-    ]
-    naive = d["naive_baseline"]
-    rows.append(
-        [f"reference baseline `{naive['tool']}`", f"{naive['as1']:.3f}", f"{naive['as3']:.3f}", *[""] * len(types)]
+    """Each day's tools-only ranking per modality set and per fault type, beside the naive baseline,
+    below the whole pipeline where the run had one. Sets that rank every fault of a day the same (a day
+    without logs or traces) share one row."""
+    days = d["days"]
+    types = sorted({t for day in days.values() for t in day["by_type"]})
+    header = ["day", "", "AS@1", "AS@3", *[f"{t} AS@1 / AS@3" for t in types]]
+    rows = []
+    for key, day in days.items():
+        s, by = day["summary"], day["by_type"]
+        if s.get("report_rate") is not None:
+            rows.append(
+                [key, f"whole pipeline, `{d['model']}`", f"{s['as1']:.3f}", f"{s['as3']:.3f}"]
+                + [_as_pair(by.get(t)) for t in types]
+            )
+        merged: dict[str, list[str]] = {}
+        for name, m in day["tools_by_modality"].items():
+            merged.setdefault(json.dumps(m, sort_keys=True), []).append(name.replace("+", " + "))
+        for scores, names in merged.items():
+            m = json.loads(scores)
+            rows.append(
+                [key, "`rank_anomalies` on " + " = ".join(names), f"{m['as1']:.3f}", f"{m['as3']:.3f}"]
+                + [_as_pair(m["by_type"].get(t)) for t in types]
+            )
+        naive = day["naive_baseline"]
+        rows.append(
+            [key, f"reference baseline `{naive['tool']}`", f"{naive['as1']:.3f}", f"{naive['as3']:.3f}"]
+            + [""] * len(types)
+        )
+    counts = "; ".join(
+        f"{key}: {day['summary']['n']} faults (" + ", ".join(f"{t} {n['n']}" for t, n in day["by_type"].items()) + ")"
+        for key, day in days.items()
     )
-    counts = ", ".join(f"{t} {d['by_type'][t]['n']}" for t in types)
-    return _table(header, rows) + f"\n\n{d['summary']['n']} faults ({counts}). " + _stamp(d)
+    return _table(header, rows) + f"\n\n{counts}. " + _stamp(d)
 
 
 def rca_published(d: dict[str, Any]) -> str:
@@ -622,7 +648,14 @@ def anomaly_ranking(d: dict[str, Any]) -> str:
     drain = d["drain_grouping_accuracy"]
     tail = (
         f"Tool latency p50: {lat['prometheus']['p50']} ms on the Prometheus backend (a real server backfilled "
-        f"with the day), {lat['file']['p50']} ms on the files. Drain log templates against Loghub's "
+        f"with the day), {lat['file']['p50']} ms on the files"
+        + (
+            f", {lat['file_logs_traces']['p50']} ms (p95 {lat['file_logs_traces']['p95']} ms) on a day's files with "
+            "logs and traces (TrainTicket 2023-01-29)"
+            if "file_logs_traces" in lat
+            else ""
+        )
+        + ". Drain log templates against Loghub's "
         f"`EventTemplate`: grouping accuracy {drain['mean']} mean over {len(drain) - 1} systems. "
     )
     return _table(["", "AS@1", "AS@3", "type"], rows) + "\n\n" + tail + _stamp(d)
@@ -753,7 +786,7 @@ BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "fuzz_routes": ("fuzz_routes.json", fuzz_routes),
     "search_lock": ("search_lock.json", search_lock),
     "rca": ("rca.json", rca),
-    "rca_trainticket": ("rca_trainticket.json", rca_modalities),
+    "rca_modalities": ("rca.json", rca_modalities),
     "rca_published": ("rca_published.json", rca_published),
     "anomaly_ranking": ("anomaly_ranking.json", anomaly_ranking),
     "routing": ("routing.json", routing),
@@ -799,9 +832,10 @@ def headline(files: dict[str, dict[str, Any]]) -> str:
     run = corr["runs"][f"{corr['default_model']}/report"]
     s, t = run["summary"], run["summary"]["targets"]
     rca, retr, routing_ = files["rca.json"], files["retrieval.json"], files["routing.json"]
-    rs, tools = rca["summary"], rca["tools_only"]
+    ob = rca["days"]["OnlineBoutique 2022-08-22"]
+    rs, tools = ob["summary"], ob["tools_only"]
     ob_target, tt_target = RCA_TARGETS["onlineboutique"], RCA_TARGETS["trainticket"]
-    tt = files["rca_trainticket.json"]
+    tt = {**rca["days"]["TrainTicket 2023-01-29"], "commit": rca["commit"]}
     brk = files["answer_breakdown.json"]
     lat, sse, aud = files["rag_latency.json"], files["sse_load.json"], files["audit.json"]
     llm_ = files["llm.json"]["models"][files["llm.json"]["default_model"]]
@@ -900,7 +934,6 @@ SUMMARIES: dict[str, tuple[tuple[str, ...], Callable[[dict[str, dict[str, Any]]]
         (
             "diagnosis_correctness.json",
             "rca.json",
-            "rca_trainticket.json",
             "answer_breakdown.json",
             "retrieval.json",
             "routing.json",
