@@ -44,10 +44,13 @@ def main() -> None:
     if code:
         raise SystemExit(code)
     result = json.loads(Path(args.out).read_text(encoding="utf-8"))
-    baselines = {d: naive(Path(d)) for d in args.dataset}
+    baselines = {str(Path(d)): naive(Path(d)) for d in args.dataset}
     for day in result["days"].values():
-        # the naive tool scores a whole dataset folder: each development day is its folder's only labelled day
-        day["naive_baseline"] = baselines[day["dataset"]]
+        # The naive tool scores a whole dataset folder: a development day is its folder's only labelled
+        # day; where a folder holds several, each of its days gets the folder's figure, said so.
+        folder_days = sum(d["dataset"] == day["dataset"] for d in result["days"].values())
+        scope = {"scope": f"all {folder_days} labelled days of {day['dataset']}"} if folder_days > 1 else {}
+        day["naive_baseline"] = {**baselines[day["dataset"]], **scope}
     result["wall_s"] = round(time.perf_counter() - started, 1)
     result["command"] = "python benchmarks/rca_eval.py " + " ".join(sys.argv[1:])
     Path(args.out).write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

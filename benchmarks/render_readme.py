@@ -533,6 +533,10 @@ def faults(d: dict[str, Any]) -> str:
     return _table(header, rows) + "\n\n" + _stamp(d)
 
 
+def _naive_label(naive: dict[str, Any]) -> str:
+    return f"reference baseline `{naive['tool']}`" + (f" ({naive['scope']})" if naive.get("scope") else "")
+
+
 def _rca_rows(key: str, d: dict[str, Any], model: str) -> list[list[str]]:
     """One day: the whole pipeline where the run had one, the ranking alone, the naive baseline."""
     s, tools, naive = d["summary"], d["tools_only"], d["naive_baseline"]
@@ -560,9 +564,7 @@ def _rca_rows(key: str, d: dict[str, Any], model: str) -> list[list[str]]:
             *[""] * 5,
         ]
     )
-    rows.append(
-        [f"{key}: reference baseline `{naive['tool']}`", f"{naive['as1']:.3f}", f"{naive['as3']:.3f}", *[""] * 6]
-    )
+    rows.append([f"{key}: {_naive_label(naive)}", f"{naive['as1']:.3f}", f"{naive['as3']:.3f}", *[""] * 6])
     return rows
 
 
@@ -614,10 +616,7 @@ def rca_modalities(d: dict[str, Any]) -> str:
                 + [_as_pair(m["by_type"].get(t)) for t in types]
             )
         naive = day["naive_baseline"]
-        rows.append(
-            [key, f"reference baseline `{naive['tool']}`", f"{naive['as1']:.3f}", f"{naive['as3']:.3f}"]
-            + [""] * len(types)
-        )
+        rows.append([key, _naive_label(naive), f"{naive['as1']:.3f}", f"{naive['as3']:.3f}"] + [""] * len(types))
     counts = "; ".join(
         f"{key}: {day['summary']['n']} faults (" + ", ".join(f"{t} {n['n']}" for t, n in day["by_type"].items()) + ")"
         for key, day in days.items()

@@ -216,11 +216,10 @@ def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from rag.eval import evaluate, format_table
 
     cfg = load_config(args.config)
-    datasets = [Path(d) for d in args.dataset]
-    for dataset in datasets:
-        if not dataset.is_dir():
-            print(f"raydiag: {dataset} is not a directory", file=sys.stderr)
-            return 2
+    dataset = Path(args.dataset)
+    if not dataset.is_dir():
+        print(f"raydiag: {dataset} is not a directory", file=sys.stderr)
+        return 2
     embedder = embedder_for(cfg.search)
     with tempfile.TemporaryDirectory(prefix="raydiag-eval-") as scratch:
         # A Milvus server URI is used as is (a scratch collection, dropped after); the embedded default
@@ -419,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="directories with rca_data/<day>/<day>-fault_list.json + metric/ (several: scored pooled and per day)",
     )
     rc.add_argument("--out", default=None, help="write the JSON result here")
-    rc.add_argument("--limit", type=int, default=None, help="only the first N faults")
+    rc.add_argument("--limit", type=int, default=None, help="only the first N faults of each dataset")
     rc.add_argument("--concurrency", type=int, default=2, help="diagnoses in flight at once")
     rc.add_argument("--tools-only", action="store_true", help="score rank_anomalies alone (no model, no app)")
     rc.add_argument("--delay-min", type=float, default=5.0, help="minutes from the injection to the run's clock")

@@ -289,9 +289,8 @@ async def evaluate(
     skipped: list[str] = []
     for dataset in [datasets] if isinstance(datasets, Path) else datasets:
         found, missing = load_cases(dataset)
-        cases += found
+        cases += found[:limit] if limit else found  # the first N of each dataset: every day stays in
         skipped += missing
-    cases = cases[:limit] if limit else cases
     delay_s = delay_min * 60
     factories: dict[Path, ToolFactory] = {}
     ranked = {

@@ -194,8 +194,9 @@ def root_causes(
     that. Its services are marked ``added_by: ranking``, low confidence, resting on the findings that cite
     the ranking (none when none does). The model's first pick leads only when it is the ranking's first or
     rests on evidence the ranking lacks (a log finding about it); otherwise the ranking's order leads,
-    with the model's cause text kept where it named the same service (measured: a model departing from
-    the ranking on metric findings alone was right 0 of 5 times, benchmarks/results/rca.json)."""
+    with the model's cause text kept where it named the same service (measured before this rule: where
+    the model's first pick departed from the ranking's it was right 0 of 4 times, the ranking 3,
+    benchmarks/results/earlier/rca_07b787e.json)."""
     by_id = {c.claim_id: c for c in claims if c.claim_type != "guidance"}
     model: list[RootCause] = []
     for cause in evidence.root_causes:

@@ -9,7 +9,7 @@ line joins the most similar template (share of positions with the same token) if
 a new template. Template ids are assigned in order of first appearance, so the same lines in the same
 order always give the same ids.
 
-One addition to the paper: a token naming the statement's place in the source (``OrderServiceImpl#457``
+One addition to the paper: a token naming the statement's place in the source (``t.s.TravelServiceImpl#457``
 as a logback ``%logger#%line`` pattern writes it, ``Main.java:42``, ``handler.py:88``) is kept and two
 lines from different places never share a template. A template is one log statement (the ground truth
 of Loghub's labels); masking the line number would merge neighbouring statements of one class, and a
@@ -30,15 +30,18 @@ _MASKS = [
     re.compile(r"(?<![A-Za-z])[-+]?\d+(?:\.\d+)?(?:ms|s|us|ns|kb|mb|gb|%)?(?![A-Za-z])"),
 ]
 _DIGIT = re.compile(r"\d")
-# ``Class#line`` (a capitalised class name, optionally package-qualified) or ``file.ext:line``.
+# A place in the source, narrowly: a package-qualified class and a line as logback abbreviates it
+# (``t.s.TravelServiceImpl#457``), or a source file and a line (``Main.java:42``). Narrow because a
+# number kept is a template per value: a bare ``CPU#3`` or ``Order#1234`` is a counter or an id, and
+# extensions that are also host names or field names (``.cc``, ``.rs``, ``.ts``, ``.h``) are left out.
 _SOURCE_PLACE = re.compile(
-    r"(?<![\w.$])(?:[\w$]+\.)*[A-Z][\w$]*#\d+\b"
-    r"|(?<![\w.$/-])[\w./-]*\w\.(?:java|kt|scala|groovy|py|go|rb|js|ts|cs|cpp|cc|c|h|rs|php|ex|erl):\d+\b"
+    r"(?<![\w.$])(?:[a-z][\w$]*\.)+[A-Z][\w$]*#\d+\b"
+    r"|(?<![\w.$/-])[\w/-]*\w\.(?:java|kt|scala|groovy|py|go|rb|js|cs|cpp|c|php|ex|erl):\d+\b"
 )
 
 
 def mask(line: str) -> str:
-    """The line with its variable parts as ``<*>``; source places (``Foo#12``, ``foo.py:12``) stay."""
+    """The line with its variable parts as ``<*>``; source places (``a.b.Foo#12``, ``foo.py:12``) stay."""
     kept = _SOURCE_PLACE.findall(line)
     parts = _SOURCE_PLACE.split(line)
     for pattern in _MASKS:
@@ -46,8 +49,10 @@ def mask(line: str) -> str:
     return "".join(part + (kept[i] if i < len(kept) else "") for i, part in enumerate(parts))
 
 
-def _places(tokens: list[str]) -> list[str]:
-    return [t for t in tokens if _SOURCE_PLACE.search(t)]
+def _places(tokens: list[str]) -> tuple[tuple[int, str], ...]:
+    """The source places of a line's tokens with their positions: two lines share a template only
+    where these are the same."""
+    return tuple((i, t) for i, t in enumerate(tokens) if _SOURCE_PLACE.search(t))
 
 
 @dataclass
@@ -55,6 +60,7 @@ class Template:
     id: int
     tokens: list[str]
     size: int = 0
+    places: tuple[tuple[int, str], ...] = ()  # fixed at creation: only lines with the same places join
 
     @property
     def text(self) -> str:
@@ -83,7 +89,7 @@ class Drain:
         best, best_sim = None, -1.0
         places = _places(tokens)
         for tpl in leaf.templates:
-            if _places(tpl.tokens) != places:
+            if tpl.places != places:
                 continue
             sim = _similarity(tpl.tokens, tokens)
             if sim > best_sim:
@@ -91,7 +97,7 @@ class Drain:
         if best is not None and best_sim >= self.similarity:
             best.tokens = [a if a == b else WILDCARD for a, b in zip(best.tokens, tokens, strict=True)]
         else:
-            best = Template(len(self.templates) + 1, list(tokens))
+            best = Template(len(self.templates) + 1, list(tokens), places=places)
             self.templates.append(best)
             leaf.templates.append(best)
         best.size += 1

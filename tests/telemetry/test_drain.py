@@ -72,3 +72,10 @@ def test_lines_from_different_source_places_never_share_a_template() -> None:
     assert mask("at c.f.Bar.run(Bar.java:123) in handler.py:88 took 12ms, order:77 id#5") == (
         f"at c.f.Bar.run(Bar.java:123) in handler.py:88 took {WILDCARD}, order:{WILDCARD} id#{WILDCARD}"
     )
+    # Counters, ids and host names are not places: one template for every value.
+    assert mask("Initializing CPU#3 for Order#1234 via db.foo.cc:5432 at event.ts:1700000000") == (
+        f"Initializing CPU#{WILDCARD} for Order#{WILDCARD} via db.foo.cc:{WILDCARD} at event.ts:{WILDCARD}"
+    )
+    # The same places in other positions are other statements.
+    _, ids = mine(["a.B#1 x y z", "x y z a.B#1", "x y z w"])
+    assert ids == [1, 2, 3]
