@@ -36,6 +36,16 @@ MIN_SENTENCE_CHARS = 20
 CODE = ""
 # Marks a piece that holds an introduction and its list: one statement, never split into sentences.
 FOLDED = "\x00"
+# A sentence that opens by pointing back at the one before ("If so, review the logs of these containers",
+# "由于这个特定原因，该告警默认是被抑制的") says nothing on its own: it is shown joined to the sentence
+# it points to, verbatim, or not at all.
+# "If not set, …" stands alone: only "if so/not/yes" followed by a comma points back.
+_POINTS_BACK = re.compile(
+    r"^(?:if (?:so|not|yes)\s*[,，]|(?:if (?:this|that) is the case|otherwise|in (?:this|that|either|such a) case|"
+    r"for (?:this|that) reason|that result|this result)\b|由于这|因此|所以|否则|如果是这样|如果不是[，,]|如果是的话|"
+    r"在这种情况下|这种情况下)",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -133,16 +143,25 @@ def _sentences(text: str) -> list[str]:
     """Verbatim pieces of a runbook chunk: its sentences, the heading line ("Title > Section") skipped."""
     lines = text.split("\n", 1)
     body = lines[1] if len(lines) > 1 and ">" in lines[0] else text
-    out = []
+    parts: list[str] = []
     for piece in _pieces(body):
-        parts = [piece[len(FOLDED) :]] if piece.startswith(FOLDED) else _split_sentences(piece)
-        for part in parts:
+        antecedent = False  # only a sentence of the same piece: pieces are split at code and list items
+        for part in [piece[len(FOLDED) :]] if piece.startswith(FOLDED) else _split_sentences(piece):
             part = part.strip().lstrip("-*+>#|0123456789.) ").strip()
-            # A link is its text: "See [Debugging Pods](https://…)" is a pointer, not a sentence. A line
-            # that ends introducing something ("the log looks like this:") is nothing without it.
-            if len(_LINK.sub(r"\1", part)) >= MIN_SENTENCE_CHARS and not part.endswith((":", "：")):
-                out.append(part[:SPAN_CHARS])
-    return out
+            if not _POINTS_BACK.match(part):
+                parts.append(part)
+            elif antecedent and parts[-1] and len(parts[-1]) + 1 + len(part) <= SPAN_CHARS:
+                parts[-1] += " " + part
+            else:
+                parts.append("")  # it points outside its piece, or the two are too long to show
+            antecedent = True
+    # A link is its text: "See [Debugging Pods](https://…)" is a pointer, not a sentence. A line that
+    # ends introducing something ("the log looks like this:") is nothing without it.
+    return [
+        part[:SPAN_CHARS]
+        for part in parts
+        if len(_LINK.sub(r"\1", part)) >= MIN_SENTENCE_CHARS and not part.endswith((":", "："))
+    ]
 
 
 # What makes a runbook sentence worth showing an on-call engineer who asks why: it names a cause (English

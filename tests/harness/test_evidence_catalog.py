@@ -197,3 +197,23 @@ def test_a_list_of_short_causes_is_one_span_with_its_introduction() -> None:
     assert _sentences(example) == ["check the limits first"]
     # Verbatim but for whitespace: the evidence guard finds every span in the tool output.
     assert all(_norm(s) in _norm(SHORT_CAUSES) for s in sentences)
+
+
+def test_a_sentence_that_points_back_is_shown_with_the_one_it_points_to() -> None:
+    # Shaped like prometheus-operator's KubeContainerWaiting: "If so, …" alone tells a user nothing.
+    chunk = (
+        "KubeContainerWaiting > Diagnosis\nCheck whether the pod has init containers that keep failing. "
+        "If so, review the logs for all of these containers."
+    )
+    assert _sentences(chunk) == [
+        "Check whether the pod has init containers that keep failing. If so, review the logs for all of these "
+        "containers."
+    ]
+    # Its antecedent sits in the chunk before: nothing to join, so it is not shown.
+    assert _sentences("X > Diagnosis\nIf so, review the logs for all of these containers.") == []
+    assert _sentences("X > 说明\n由于这个特定原因，该告警默认是被抑制的(这里指通知发送被抑制)。") == []
+    # A conditional of its own stands alone; a list item does not point into the item before it.
+    alone = "If not set, Prometheus uses the global scrape interval of one minute."
+    assert _sentences(f"X > Config\n{alone}") == [alone]
+    listed = "X > Diagnosis\n- Check whether the volume is full on the node.\n- If so, expand the volume claim today."
+    assert _sentences(listed) == ["Check whether the volume is full on the node."]
