@@ -438,16 +438,25 @@ RESTS_ON = 0.5
 RUNBOOK_WORDS = 0.7  # the share of a summary's content words from one runbook sentence, for it to be that text
 
 
+# A summary that shares its words with a runbook sentence is still the model's: the words can be the
+# runbook's and the direction the reverse (the 0.5B wrote "HikariCP pool exhaustion causes slow queries
+# or lock waits" from a runbook line naming slow queries and lock waits as the causes of exhaustion).
+READING_OF = {
+    "en": "The model's reading of runbook {s} (not confirmed): ",
+    "zh": "模型对运维手册 {s} 的概括（未经证实）：",
+}
+
+
 def _unconfirmed(text: str, claims: list[Claim], lang: str) -> str:
-    """The model's unmeasured statement as written, labelled: a summary that is mostly one runbook
-    sentence says whose it is (runbook text is guidance, attributed); any other is a likely cause, not a
-    confirmed one."""
+    """The model's unmeasured statement as written, labelled as the model's: a summary that is mostly one
+    runbook sentence names the runbook it reads (whose sentence is quoted verbatim as guidance); any other
+    is a likely cause, not a confirmed one."""
     if not text:
         return ""
     for claim in claims:
         if claim.claim_type == "guidance" and content_overlap(text, claim.claim_text) >= RUNBOOK_WORDS:
             source = claim.evidence_bindings[0].source_id.split("#")[0]
-            return ("据运维手册 {s}：" if lang == "zh" else "Runbook {s} says: ").format(s=source) + text
+            return READING_OF[lang].format(s=source) + text
     return LIKELY[lang] + text
 
 

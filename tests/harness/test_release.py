@@ -382,3 +382,25 @@ def test_a_fallback_shows_what_the_tools_measured_about_the_asked_service_only()
     assert payload["measured"] == ["pending 0 -> 55 since 10:00 [metric:payment-service:hikaricp_connections_pending]"]
     assert "Measured by the tools (their output, not analysed):\n- pending 0 -> 55 since 10:00" in payload["text"]
     assert "order-service" not in payload["text"]
+
+
+def test_a_summary_that_repeats_a_runbook_line_is_labelled_as_the_models_reading_of_it() -> None:
+    """The model's words over a runbook's: they can say the reverse of it, so they are never "runbook X
+    says"; the runbook's own sentence stands beside them, quoted."""
+    from harness.question_scope import question_scope
+
+    question = "After the rollout frontend pods never become Ready (KubePodNotReady). What did we break?"
+    draft = ExecutorEvidence(
+        diagnosis_summary="The readiness probe fails usually means state Running but not ready.",
+        claims=[],
+        user_facing_answer="",
+    )
+    ledger = _runbook_ledger()
+    release = report(draft, ledger, "en", None, question_scope(question, ledger), question)
+    assert release.conclusion == (
+        "No metrics or logs for frontend, KubePodNotReady in the connected backends; the answer rests on runbook "
+        "guidance only. The model's reading of runbook kubepodnotready (not confirmed): The readiness probe fails "
+        "usually means state Running but not ready."
+    )
+    quoted = [a["text"] for a in release.payload.model_dump()["report"]["analysis"]]
+    assert "State Running but not ready usually means the readiness probe fails." in quoted
