@@ -287,10 +287,12 @@ async def evaluate(
     """Score every case of every dataset; ``diagnose=None`` scores the tools-only ranking alone."""
     cases: list[Case] = []
     skipped: list[str] = []
-    for dataset in [datasets] if isinstance(datasets, Path) else datasets:
+    folders = [datasets] if isinstance(datasets, Path) else datasets
+    for dataset in folders:
         found, missing = load_cases(dataset)
         cases += found[:limit] if limit else found  # the first N of each dataset: every day stays in
-        skipped += missing
+        # with several folders a skipped day says whose it is (two systems can share a date)
+        skipped += [f"{dataset.name}/{day}" for day in missing] if len(folders) > 1 else missing
     delay_s = delay_min * 60
     factories: dict[Path, ToolFactory] = {}
     ranked = {

@@ -160,3 +160,4 @@ def test_two_datasets_are_scored_pooled_and_per_day(slice_dir: Path, tmp_path: P
     assert (tt["summary"]["n"], tt["tools_only"]["as1"], tt["dataset"]) == (1, 0.0, str(tmp_path / "tt"))
     assert result["summary"]["n"] == 3 and result["tools_only"]["as1"] == 0.667
     assert result["dataset"] == [str(slice_dir), str(tmp_path / "tt")]
+    assert result["skipped_days"] == [f"{slice_dir.name}/2022-08-23"]
