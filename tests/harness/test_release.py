@@ -12,7 +12,7 @@ from harness.contracts import (
     VerifierOutput,
 )
 from harness.question_scope import QuestionScope
-from harness.stages.release import UNSUPPORTED, report
+from harness.stages.release import UNSUPPORTED, Release, report
 from harness.tools.base import LedgerEntry, ToolResult
 
 
@@ -230,19 +230,22 @@ def test_without_telemetry_the_answer_is_guidance_and_says_what_it_could_not_see
     )
 
 
-def test_a_summary_without_findings_follows_a_plain_sentence_labelled_as_unconfirmed() -> None:
-    """No telemetry about the question: the model's summary is released as written, after the sentence of
-    what could not be looked at and labelled, so "the probe fails" is never read first as a finding."""
+def _summary_without_telemetry(summary: str) -> Release:
+    """The model's summary alone, for a question about frontend pods no connected backend knows."""
     from harness.question_scope import question_scope
 
     question = "After the rollout frontend pods never become Ready (KubePodNotReady). What did we break?"
-    draft = ExecutorEvidence(
-        diagnosis_summary="Frontend pods are not ready because their readiness probe checks a path the app changed.",
-        claims=[],
-        user_facing_answer="",
-    )
+    draft = ExecutorEvidence(diagnosis_summary=summary, claims=[], user_facing_answer="")
     ledger = _runbook_ledger()
-    release = report(draft, ledger, "en", None, question_scope(question, ledger), question)
+    return report(draft, ledger, "en", None, question_scope(question, ledger), question)
+
+
+def test_a_summary_without_findings_follows_a_plain_sentence_labelled_as_unconfirmed() -> None:
+    """No telemetry about the question: the model's summary is released as written, after the sentence of
+    what could not be looked at and labelled, so "the probe fails" is never read first as a finding."""
+    release = _summary_without_telemetry(
+        "Frontend pods are not ready because their readiness probe checks a path the app changed."
+    )
     assert release.conclusion == (
         "No metrics or logs for frontend, KubePodNotReady in the connected backends; the answer rests on runbook "
         "guidance only. Likely, not confirmed: Frontend pods are not ready because their readiness probe checks a "
@@ -387,16 +390,7 @@ def test_a_fallback_shows_what_the_tools_measured_about_the_asked_service_only()
 def test_a_summary_that_repeats_a_runbook_line_is_labelled_as_the_models_reading_of_it() -> None:
     """The model's words over a runbook's: they can say the reverse of it, so they are never "runbook X
     says"; the runbook's own sentence stands beside them, quoted."""
-    from harness.question_scope import question_scope
-
-    question = "After the rollout frontend pods never become Ready (KubePodNotReady). What did we break?"
-    draft = ExecutorEvidence(
-        diagnosis_summary="The readiness probe fails usually means state Running but not ready.",
-        claims=[],
-        user_facing_answer="",
-    )
-    ledger = _runbook_ledger()
-    release = report(draft, ledger, "en", None, question_scope(question, ledger), question)
+    release = _summary_without_telemetry("The readiness probe fails usually means state Running but not ready.")
     assert release.conclusion == (
         "No metrics or logs for frontend, KubePodNotReady in the connected backends; the answer rests on runbook "
         "guidance only. The model's reading of runbook kubepodnotready (not confirmed): The readiness probe fails "
