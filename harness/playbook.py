@@ -2,7 +2,8 @@
 
 A small model is slow and unreliable at choosing tools and writing their arguments; the steps an SRE
 would take first (rank the anomalies, drill into the top suspect, read its logs, look up the runbook)
-do not need it. Each step's arguments may name ``$question``, ``$top_service`` (the first service of
+do not need it. Each step's arguments may name ``$question`` (the question without the clauses that
+say what looks fine, ``harness/ruled_out.py``: they are no topic to search for), ``$top_service`` (the first service of
 the latest anomaly ranking) and ``$top_category_query`` (runbook words for that service's suspected
 fault category, in the question's language); a step whose variable has no value is skipped. The
 calls go through the same ToolBoundary, ledger and audit path as the model's, bound to one agent step
@@ -16,6 +17,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from harness.contracts import StatusEvent
+from harness.ruled_out import without_ruled_out
 from harness.stages.base import RunContext, run_tool
 from harness.tools.base import LedgerEntry
 
@@ -68,7 +70,7 @@ DEFAULT_STEPS: list[tuple[str, dict[str, Any]]] = [
 
 
 def _variables(ctx: RunContext) -> dict[str, str]:
-    values = {"$question": ctx.question[:QUESTION_CHARS]}
+    values = {"$question": without_ruled_out(ctx.question)[:QUESTION_CHARS]}
     for entry in reversed(list(ctx.boundary.ledger.values())):
         ranking = entry.result.output.get("ranking") if entry.tool_name == "rank_anomalies" else None
         if ranking:
