@@ -606,11 +606,10 @@ def rca_modalities(d: dict[str, Any]) -> str:
                 [key, f"whole pipeline, `{d['model']}`", f"{s['as1']:.3f}", f"{s['as3']:.3f}"]
                 + [_as_pair(by.get(t)) for t in types]
             )
-        merged: dict[str, list[str]] = {}
+        merged: dict[str, tuple[dict[str, Any], list[str]]] = {}
         for name, m in day["tools_by_modality"].items():
-            merged.setdefault(json.dumps(m, sort_keys=True), []).append(name.replace("+", " + "))
-        for scores, names in merged.items():
-            m = json.loads(scores)
+            merged.setdefault(json.dumps(m, sort_keys=True), (m, []))[1].append(name.replace("+", " + "))
+        for m, names in merged.values():
             rows.append(
                 [key, "`rank_anomalies` on " + " = ".join(names), f"{m['as1']:.3f}", f"{m['as3']:.3f}"]
                 + [_as_pair(m["by_type"].get(t)) for t in types]

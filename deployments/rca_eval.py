@@ -115,7 +115,10 @@ MODALITY_SETS: dict[str, tuple[str, ...]] = {
 }
 
 
-def telemetry_for(case: Case, modalities: tuple[str, ...] = MODALITY_SETS["metrics+logs+traces"]) -> TelemetrySettings:
+DEFAULT_SET = "metrics+logs+traces"  # what the service's tools rank by default (telemetry_for's)
+
+
+def telemetry_for(case: Case, modalities: tuple[str, ...] = MODALITY_SETS[DEFAULT_SET]) -> TelemetrySettings:
     return TelemetrySettings(
         log_roots=[], metric_roots=[], nezha_days=[str(case.day_dir.resolve())], modalities=list(modalities)
     )
@@ -247,7 +250,7 @@ def score(
 ) -> dict[str, Any]:
     """One set of cases scored: the answers, the default tools-only ranking beside them, each modality
     set's ranking, and per fault type."""
-    tools = ranked["metrics+logs+traces"]  # what the service's tools rank by default (telemetry_for's)
+    tools = ranked[DEFAULT_SET]
     return {
         **summarize(rows, tools),
         "tools_by_modality": {name: modality_summary(cases, r) for name, r in ranked.items()},
@@ -299,7 +302,7 @@ async def evaluate(
         name: [await tools_only(c, delay_s, factories, modalities) for c in cases]
         for name, modalities in MODALITY_SETS.items()
     }
-    tools = ranked["metrics+logs+traces"]
+    tools = ranked[DEFAULT_SET]
     if diagnose is None:
         rows = [
             {
@@ -344,12 +347,12 @@ async def evaluate(
 
 def format_table(result: dict[str, Any]) -> str:
     s, t, ch = result["summary"], result["tools_only"], result["changed_top"]
+    days = result.get("days") or {}
     lines = [
         *(
             f"{day}: cases {d['summary']['n']}   AS@1 {d['summary']['as1']}   AS@3 {d['summary']['as3']}   "
             f"(tools only {d['tools_only']['as1']} / {d['tools_only']['as3']})"
-            for day, d in (result.get("days") or {}).items()
-            if len(result.get("days") or {}) > 1
+            for day, d in (days.items() if len(days) > 1 else [])
         ),
         f"cases {s['n']}   AS@1 {s['as1']}   AS@3 {s['as3']}   type {s['type_acc']}   reports {s['report_rate']}   "
         f"fallbacks {s['fallback_rate']}   failed {s['failed']}",

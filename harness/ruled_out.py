@@ -17,9 +17,11 @@ _RULED_OUT = re.compile(
     r"\b(?:looks?|looked|seems?|seemed|is|are|was|were|stays?|stayed|remains?|all)\s+(?:all\s+|still\s+)?"
     r"(?:fine|normal|ok|okay|healthy|unchanged|stable|untouched|clean|up and running)\b"
     r"|\b(?:nobody|no one|nothing)\s+(?:was\s+)?(?:deployed|touched|changed|released)\b"
-    r"|\bno (?:recent |code |proxy code )?(?:deploy\w*|release\w*|changes?|code change)\b"
+    # "no deploy", "no recent release", "no code change"
+    r"|\bno\s+(?:[\w-]+\s+){0,2}?(?:deploy\w*|release\w*|changes?)\b"
     r"|\bhas(?:n't| not) (?:changed|been touched|been deployed)\b"
-    r"|正常|没动过|没有动过|没有发版|没发版|没有发任何新版本|没有变化|没变过|没问题|很充足|还很充足|都活着|没报错|没有报错|一切正常",
+    # 正常 / 一切正常, 没(有)动过 / 发版 / 变化 / 问题 / 报错, 没有发(任何)新版本, (很)充足, 都活着
+    r"|正常|没有?(?:动过|发版|变化|变过|问题|报错)|没有?发(?:任何)?新?版本|充足|都活着",
     re.IGNORECASE,
 )
 

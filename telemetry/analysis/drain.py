@@ -34,19 +34,22 @@ _DIGIT = re.compile(r"\d")
 # (``t.s.TravelServiceImpl#457``), or a source file and a line (``Main.java:42``). Narrow because a
 # number kept is a template per value: a bare ``CPU#3`` or ``Order#1234`` is a counter or an id, and
 # extensions that are also host names or field names (``.cc``, ``.rs``, ``.ts``, ``.h``) are left out.
+# One capturing group: ``split`` puts the places at the odd indexes.
 _SOURCE_PLACE = re.compile(
-    r"(?<![\w.$])(?:[a-z][\w$]*\.)+[A-Z][\w$]*#\d+\b"
-    r"|(?<![\w.$/-])[\w/-]*\w\.(?:java|kt|scala|groovy|py|go|rb|js|cs|cpp|c|php|ex|erl):\d+\b"
+    r"((?<![\w.$])(?:[a-z][\w$]*\.)+[A-Z][\w$]*#\d+\b"
+    r"|(?<![\w.$/-])[\w/-]*\w\.(?:java|kt|scala|groovy|py|go|rb|js|cs|cpp|c|php|ex|erl):\d+\b)"
 )
 
 
 def mask(line: str) -> str:
     """The line with its variable parts as ``<*>``; source places (``a.b.Foo#12``, ``foo.py:12``) stay."""
-    kept = _SOURCE_PLACE.findall(line)
-    parts = _SOURCE_PLACE.split(line)
+    return "".join(part if i % 2 else _masked(part) for i, part in enumerate(_SOURCE_PLACE.split(line)))
+
+
+def _masked(text: str) -> str:
     for pattern in _MASKS:
-        parts = [pattern.sub(WILDCARD, part) for part in parts]
-    return "".join(part + (kept[i] if i < len(kept) else "") for i, part in enumerate(parts))
+        text = pattern.sub(WILDCARD, text)
+    return text
 
 
 def _places(tokens: list[str]) -> tuple[tuple[int, str], ...]:
