@@ -27,6 +27,7 @@ CATEGORY_QUERIES = {
         "memory": "memory usage high OOM killed heap",
         "network": "network latency packet delay between services",
         "code": "application errors exceptions failed requests",
+        "dependency": "database slow queries lock waits connection pool exhausted",
         "unknown": "service latency errors troubleshooting",
     },
     "zh": {
@@ -34,6 +35,7 @@ CATEGORY_QUERIES = {
         "memory": "内存使用率高 OOM 内存溢出",
         "network": "网络延迟 服务间调用延迟 丢包",
         "code": "应用报错 异常 请求失败",
+        "dependency": "数据库 慢查询 锁等待 连接池耗尽",
         "unknown": "服务延迟 报错 排查",
     },
 }

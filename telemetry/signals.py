@@ -13,6 +13,7 @@ requests of the minute), so its baseline spread is read in the baseline's tail, 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -62,6 +63,18 @@ SIGNALS: dict[str, Signal] = {
 }
 # Relative floor: a change below this share of the baseline median is noise for every signal.
 RELATIVE_FLOOR = 0.05
+
+
+# A service's calls to its database, as client libraries name them: HikariCP and the other JDBC/R2DBC
+# pools, OpenTelemetry's db.client.* (``db_client_connections_pending_requests``) and Go's database/sql
+# stats (``go_sql_wait_count_total``). Their deviation says the service waits on its database, which none
+# of the resource, error or network signals say. Server-side exporters (``mysql_global_status_…``,
+# ``pg_stat_…``) are left out: on the database's own service they say nothing about a dependency.
+_DATASTORE = re.compile(r"^(?:hikaricp|jdbc|r2dbc|db_client|go_sql)_")
+
+
+def is_datastore_signal(name: str) -> bool:
+    return bool(_DATASTORE.match(name))
 
 
 def signal(name: str) -> Signal:

@@ -11,7 +11,8 @@ Method (measured in benchmarks/anomaly_ranking.py):
    discounted by half of the largest own score among its callees (capped at its own). The service
    at the bottom of a slow call chain stays on top; its callers sink.
 3. A suspected fault category from the deviating signals: errors or lost events → code; CPU → cpu;
-   callers see it slow while it serves fast → network; memory → memory; otherwise unknown.
+   callers see it slow while it serves fast → network; memory → memory; its datastore client signals
+   (connection-pool waits, slow queries: ``telemetry/signals.py``) → dependency; otherwise unknown.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from telemetry.analysis.deviation import ANOMALY_THRESHOLD, Deviation, deviation
 from telemetry.analysis.lost_events import lost_event_deviations
 from telemetry.clock import Window
 from telemetry.model import Edge, Series, TelemetryBackend
-from telemetry.signals import SIGNALS, signal_spec
+from telemetry.signals import SIGNALS, is_datastore_signal, signal_spec
 
 PROPAGATION = 0.5
 
@@ -85,6 +86,12 @@ def categorize(devs: list[Deviation]) -> tuple[str, str]:
         )
     if score("memory") >= ANOMALY_THRESHOLD:
         return "memory", f"memory deviates {score('memory'):.0f}x its baseline spread"
+    datastore = sorted(
+        (d for d in best.values() if is_datastore_signal(d.signal) and d.anomalous), key=lambda d: -d.score
+    )
+    if datastore:
+        signals = ", ".join(f"{d.signal} {d.score:.0f}x" for d in datastore[:2])
+        return "dependency", f"it waits on its database: {signals} its baseline spread"
     return "unknown", "no resource, error or network signal stands out"
 
 

@@ -12,7 +12,7 @@ from telemetry.analysis.ranking import categorize, rank_anomalies, rank_services
 from telemetry.backends.nezha import NezhaTelemetry
 from telemetry.clock import Window, baseline_window
 from telemetry.model import Edge, Series
-from telemetry.signals import SIGNALS
+from telemetry.signals import SIGNALS, signal_spec
 from tests.nezha_labels import faults, inject_time
 
 
@@ -75,6 +75,23 @@ def test_categories() -> None:
     assert categorize([dev("call_latency", up), dev("latency_p90", flat)])[0] == "network"
     assert categorize([dev("error_rate", [0.0] * 10 + [30.0] * 5)])[0] == "code"
     assert categorize([dev("latency_p90", up)])[0] == "unknown"
+
+
+def test_a_service_waiting_on_its_database_is_a_dependency_fault() -> None:
+    """Its pool's waiting connections rise while nothing of its own does: the database holds it up. A
+    database server's own exporter metric says nothing about a dependency of the service it is on."""
+    window, base = Window(600.0, 840.0), Window(0.0, 600.0)
+
+    def dev(signal: str, values: list[float]):  # type: ignore[no-untyped-def]
+        return deviation(_series(values, signal), window, base, signal_spec(signal))
+
+    waiting, slow = [0.0] * 10 + [50.0] * 5, [0.1] * 10 + [30.0] * 5
+    category, reason = categorize([dev("hikaricp_connections_pending", waiting), dev("latency_p99", slow)])
+    assert category == "dependency"
+    assert reason.startswith("it waits on its database: hikaricp_connections_pending ")
+    assert categorize([dev("mysql_global_status_slow_queries", waiting)])[0] == "unknown"
+    # A resource signal of its own still comes first.
+    assert categorize([dev("cpu", slow), dev("db_client_connections_pending_requests", waiting)])[0] == "cpu"
 
 
 async def test_ranking_on_the_logged_fault(nezha_day: Path) -> None:
