@@ -267,7 +267,7 @@ class DiagnosisPipeline:
                 ctx.lang,
                 guard.kept.claims,
                 verdict,
-                evidence_gaps(verdict),
+                evidence_gaps(verdict, ctx.question),
                 steps,
                 ctx.boundary.ledger,
                 None if rejected else guard.kept,

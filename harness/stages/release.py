@@ -33,7 +33,7 @@ from harness.instruction_guard import quotes_instructions
 from harness.playbook import about_the_question
 from harness.question_scope import QuestionScope, limitation
 from harness.stages.answer import guidance
-from harness.stages.support_check import content_overlap
+from harness.stages.support_check import ECHO, content_overlap, echoes
 from harness.tools.base import EVIDENCE_TOOLS, LedgerEntry
 from rag.chunking import slug
 
@@ -458,14 +458,6 @@ def _unconfirmed(text: str, claims: list[Claim], lang: str) -> str:
             source = claim.evidence_bindings[0].source_id.split("#")[0]
             return READING_OF[lang].format(s=source) + text
     return LIKELY[lang] + text
-
-
-ECHO = 0.8  # the share of a text's content words that are the question's, for it to be the question again
-
-
-def echoes(text: str, question: str) -> bool:
-    """The text mostly restates the question (its content words are the question's)."""
-    return bool(question) and content_overlap(text, question) >= ECHO
 
 
 def _said(claims: list[Claim]) -> str:

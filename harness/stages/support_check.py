@@ -173,6 +173,14 @@ def content_overlap(text: str, cited: str) -> float:
     return sum(w in cited for w in words) / len(words) if words else 0.0
 
 
+ECHO = 0.8  # the share of a text's content words that are the question's, for it to be the question again
+
+
+def echoes(text: str, question: str) -> bool:
+    """The text mostly restates the question (its content words are the question's)."""
+    return bool(question) and content_overlap(text, question) >= ECHO
+
+
 def claim_support(claim: Claim, components: list[str]) -> bool | None:
     """True: every key term is in the cited excerpts, or, naming none, the claim says mostly in their
     words what they say; False: some term is in none, or the claim says nothing beyond its names;

@@ -25,7 +25,7 @@ from harness.prompts import prompt
 from harness.stages.base import RunContext, call_model, extract_json
 from harness.stages.evidence_guard import evidence_text
 from harness.stages.executor import ExecutorOutcome
-from harness.stages.support_check import rule_verdicts, similarity_verdicts
+from harness.stages.support_check import echoes, rule_verdicts, similarity_verdicts
 from harness.tools.base import EVIDENCE_TOOLS, LedgerEntry
 
 VERIFIER_SCHEMA = VerifierOutput.model_json_schema()
@@ -327,10 +327,16 @@ def unsupported_facts(facts: list[FactChecked]) -> list[str]:
     return [f"{f.fact} ({f.detail or WHY['no_evidence']})" for f in facts if f.verification == "no_evidence"]
 
 
-def evidence_gaps(output: VerifierOutput) -> list[str]:
+def evidence_gaps(output: VerifierOutput, question: str = "") -> list[str]:
     """What a retry asks for and a fallback names: the critical facts without direct evidence, else any
-    claim without evidence, else the verifier's rationale."""
-    return missing_facts(output.facts_checked) or unsupported_facts(output.facts_checked) or [output.rationale]
+    claim without evidence, else the verifier's rationale. With ``question`` (a fallback's gaps), a fact
+    that restates the question is left out: it is what the asker reported, not what the evidence lacks
+    (the 0.5B writes the symptom back as a claim, and "p99 jumped to 30 s (no evidence found)" under the
+    measured "p99 133 -> 3e+04" told the asker nothing)."""
+    facts = [f for f in output.facts_checked if not echoes(f.fact, question)]
+    if output.facts_checked and not facts:
+        return []
+    return missing_facts(facts) or unsupported_facts(facts) or [output.rationale]
 
 
 def retry_context(output: VerifierOutput, round_no: int, lang: str) -> RetryContext:

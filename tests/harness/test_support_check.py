@@ -184,3 +184,22 @@ def test_a_claim_in_its_evidence_words_is_supported_without_naming_a_key_term() 
     invented = "生产速率与消费速率之间的差异显著，表明生产效率较低，导致消费者在等待响应时被阻塞。"
     assert claim_support(_claim(invented, excerpt=steps), COMPONENTS) is None
     assert claim_support(_claim("long garbage collection pauses stall requests", excerpt=RUNBOOK), COMPONENTS)
+
+
+def test_a_fallback_does_not_list_the_askers_own_report_as_an_evidence_gap() -> None:
+    """The model wrote the question back as a claim and the check found no evidence for it: that is what
+    the asker said, not what the evidence lacks. A claim of its own stays a gap; a retry still asks for all."""
+    from harness.contracts import FactChecked, VerifierOutput
+    from harness.stages.verifier import evidence_gaps, retry_context
+
+    question = "payment-service p99 jumped to 30s at 10:00 UTC and POST /api/pay returns 500. What's the root cause?"
+    echo = FactChecked(fact="The payment-service p99 jumped to 30s at 10:00 UTC", is_critical=True, verification="no_evidence")
+    own = FactChecked(fact="The JVM heap of payment-service is exhausted", is_critical=True, verification="no_evidence")
+    verdict = VerifierOutput(
+        verdict="LOW_CONFID", groundedness_score=0.2, critical_fact_count=2, facts_checked=[echo, own], rationale="r"
+    )
+    assert evidence_gaps(verdict, question) == ["The JVM heap of payment-service is exhausted (no evidence found)"]
+    only_echo = verdict.model_copy(update={"facts_checked": [echo]})
+    assert evidence_gaps(only_echo, question) == []
+    assert evidence_gaps(only_echo) == ["The payment-service p99 jumped to 30s at 10:00 UTC (no evidence found)"]
+    assert len(retry_context(verdict, 1, "en").missing_evidence_facts) == 2
