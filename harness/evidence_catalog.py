@@ -32,6 +32,10 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 # Shorter than this (a link counted as its text), a piece is a fragment, not a sentence to show.
 MIN_SENTENCE_CHARS = 20
+# Under this share of letters (Latin or Chinese) among its other characters, a piece is a timestamp or
+# an output dump ("19:26:00 UTC | 2020-07-07 19:32:24 UTC |      0 |"), not a sentence.
+MIN_LETTER_SHARE = 0.5
+_LETTER = re.compile(r"[A-Za-z\u4e00-\u9fff]")
 # Where fenced code was left out of a chunk's pieces.
 CODE = ""
 # Marks a piece that holds an introduction and its list: one statement, never split into sentences.
@@ -158,10 +162,27 @@ def _sentences(text: str) -> list[str]:
     # A link is its text: "See [Debugging Pods](https://…)" is a pointer, not a sentence. A line that
     # ends introducing something ("the log looks like this:") is nothing without it.
     return [
-        part[:SPAN_CHARS]
+        clip(part)
         for part in parts
-        if len(_LINK.sub(r"\1", part)) >= MIN_SENTENCE_CHARS and not part.endswith((":", "："))
+        if len(_LINK.sub(r"\1", part)) >= MIN_SENTENCE_CHARS and not part.endswith((":", "：")) and _prose(part)
     ]
+
+
+def _prose(part: str) -> bool:
+    """Words, not a table row or an output dump: a row has cells ("| a | b |"), a dump few letters or
+    columns aligned with runs of spaces ("Total DISK WRITE :       0.")."""
+    chars = [c for c in part if not c.isspace()]
+    return part.count("|") < 2 and "   " not in part and sum(bool(_LETTER.match(c)) for c in chars) >= MIN_LETTER_SHARE * len(chars)
+
+
+def clip(text: str) -> str:
+    """At most ``SPAN_CHARS``, cut after a whole word where one ends in the last third (a verbatim prefix
+    still, so the citation check holds): "hikaricp_connections_active 9x its bas" read as a typo."""
+    if len(text) <= SPAN_CHARS:
+        return text
+    cut = text[:SPAN_CHARS]
+    space = cut.rfind(" ")
+    return cut[:space].rstrip(" ,;:") if space >= SPAN_CHARS * 2 // 3 else cut
 
 
 # What makes a runbook sentence worth showing an on-call engineer who asks why: it names a cause (English
@@ -221,7 +242,7 @@ def _entry_spans(entry: LedgerEntry) -> list[tuple[str, str, bool]]:
             symptoms = _describes_symptoms(block)
             spans += [(key, s, symptoms) for s in _telling(_sentences(text), str(block.get("heading") or ""))]
         else:
-            spans.append((key, text[:SPAN_CHARS], False))
+            spans.append((key, clip(text), False))
     return spans
 
 

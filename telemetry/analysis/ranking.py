@@ -86,12 +86,9 @@ def categorize(devs: list[Deviation]) -> tuple[str, str]:
         )
     if score("memory") >= ANOMALY_THRESHOLD:
         return "memory", f"memory deviates {score('memory'):.0f}x its baseline spread"
-    datastore = sorted(
-        (d for d in best.values() if is_datastore_signal(d.signal) and d.anomalous), key=lambda d: -d.score
-    )
-    if datastore:
-        signals = ", ".join(f"{d.signal} {d.score:.0f}x" for d in datastore[:2])
-        return "dependency", f"it waits on its database: {signals} its baseline spread"
+    datastore = max((d for d in best.values() if is_datastore_signal(d.signal)), key=lambda d: d.score, default=None)
+    if datastore is not None and datastore.anomalous:
+        return "dependency", f"it waits on its database ({datastore.signal} {datastore.score:.0f}x its baseline spread)"
     return "unknown", "no resource, error or network signal stands out"
 
 

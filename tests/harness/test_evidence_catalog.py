@@ -217,3 +217,24 @@ def test_a_sentence_that_points_back_is_shown_with_the_one_it_points_to() -> Non
     assert _sentences(f"X > Config\n{alone}") == [alone]
     listed = "X > Diagnosis\n- Check whether the volume is full on the node.\n- If so, expand the volume claim today."
     assert _sentences(listed) == ["Check whether the volume is full on the node."]
+
+
+def test_table_rows_and_output_dumps_are_no_sentences_and_long_spans_end_on_a_word() -> None:
+    """A psql result row or an iotop line is no guidance an engineer reads; a span cut at its length
+    limit ends after a whole word and is still a verbatim prefix of the tool output."""
+    from harness.evidence_catalog import SPAN_CHARS, _sentences, clip
+
+    chunk = (
+        "Runbook > Diagnosis\n"
+        "Look at the pg_stat_activity view for sessions waiting on locks held by a long transaction.\n"
+        " 19:26:00 UTC | 2020-07-07 19:32:24 UTC |      0 |       0 | gitlab | active | 10.\n"
+        "Total DISK READ :       0.00 B/s | Total DISK WRITE :       0.00 B/s\n"
+        "| Alert | Meaning |\n"
+    )
+    assert _sentences(chunk) == [
+        "Look at the pg_stat_activity view for sessions waiting on locks held by a long transaction."
+    ]
+    long = "payment-service waits on its database " + "hikaricp_connections_pending 98x its baseline spread " * 8
+    cut = clip(long)
+    assert len(cut) <= SPAN_CHARS and long.startswith(cut) and long[len(cut)] in " ,;:"
+    assert clip("short enough") == "short enough"

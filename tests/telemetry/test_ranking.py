@@ -88,7 +88,7 @@ def test_a_service_waiting_on_its_database_is_a_dependency_fault() -> None:
     waiting, slow = [0.0] * 10 + [50.0] * 5, [0.1] * 10 + [30.0] * 5
     category, reason = categorize([dev("hikaricp_connections_pending", waiting), dev("latency_p99", slow)])
     assert category == "dependency"
-    assert reason.startswith("it waits on its database: hikaricp_connections_pending ")
+    assert reason.startswith("it waits on its database (hikaricp_connections_pending ")
     assert categorize([dev("mysql_global_status_slow_queries", waiting)])[0] == "unknown"
     # A resource signal of its own still comes first.
     assert categorize([dev("cpu", slow), dev("db_client_connections_pending_requests", waiting)])[0] == "cpu"
