@@ -172,7 +172,11 @@ def _prose(part: str) -> bool:
     """Words, not a table row or an output dump: a row has cells ("| a | b |"), a dump few letters or
     columns aligned with runs of spaces ("Total DISK WRITE :       0.")."""
     chars = [c for c in part if not c.isspace()]
-    return part.count("|") < 2 and "   " not in part and sum(bool(_LETTER.match(c)) for c in chars) >= MIN_LETTER_SHARE * len(chars)
+    return (
+        part.count("|") < 2
+        and "   " not in part
+        and sum(bool(_LETTER.match(c)) for c in chars) >= MIN_LETTER_SHARE * len(chars)
+    )
 
 
 def clip(text: str) -> str:

@@ -167,7 +167,8 @@ class RulesModel:
             if components and findings:
                 first = components[0].split(", ")[0]
                 category = next(
-                    (c for c in ("cpu", "memory", "network", "code", "dependency") if f"Suspected {c}" in text), "unknown"
+                    (c for c in ("cpu", "memory", "network", "code", "dependency") if f"Suspected {c}" in text),
+                    "unknown",
                 )
                 cause = findings[0]["text"][:120]
                 causes.append(

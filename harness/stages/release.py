@@ -31,7 +31,7 @@ from harness.contracts import (
 from harness.evidence_catalog import Span, build_catalog, telling
 from harness.instruction_guard import quotes_instructions
 from harness.playbook import about_the_question
-from harness.question_scope import QuestionScope, limitation
+from harness.question_scope import QuestionScope, limitation, service_of_key
 from harness.stages.answer import guidance
 from harness.stages.support_check import ECHO, content_overlap, echoes
 from harness.tools.base import EVIDENCE_TOOLS, LedgerEntry
@@ -189,14 +189,14 @@ def root_causes(
     evidence: ExecutorEvidence, claims: list[Claim], ledger: dict[str, LedgerEntry], scope: QuestionScope | None = None
 ) -> list[RootCause]:
     """The model's candidates that rest on released findings, and the anomaly ranking's services in its
-    order, only services the question is about. The ranking counts when a released finding cites it, or
-    when the question is about the whole system (an RCA replay): it is the tools' analysis of exactly
-    that. Its services are marked ``added_by: ranking``, low confidence, resting on the findings that cite
-    the ranking (none when none does). The model's first pick leads only when it is the ranking's first or
-    rests on evidence the ranking lacks (a log finding about it); otherwise the ranking's order leads,
-    with the model's cause text kept where it named the same service (measured before this rule: where
-    the model's first pick departed from the ranking's it was right 0 of 4 times, the ranking 3,
-    benchmarks/results/earlier/rca_07b787e.json)."""
+    order, only services the question is about. The ranking counts when a released finding cites it or is
+    about one of its services, or when the question is about the whole system (an RCA replay): it is the
+    tools' analysis of exactly that. Its services are marked ``added_by: ranking``, low confidence, resting
+    on the findings that cite the ranking or are about the service (none when none does). The model's
+    first pick leads only when it is the ranking's first or rests on evidence the ranking lacks (a log
+    finding about it); otherwise the ranking's order leads, with the model's cause text kept where it
+    named the same service (measured before this rule: where the model's first pick departed from the
+    ranking's it was right 0 of 4 times, the ranking 3, benchmarks/results/earlier/rca_07b787e.json)."""
     by_id = {c.claim_id: c for c in claims if c.claim_type != "guidance"}
     model: list[RootCause] = []
     for cause in evidence.root_causes:
@@ -219,19 +219,22 @@ def root_causes(
 
 
 def _ranked(claims: list[Claim], ledger: dict[str, LedgerEntry], scope: QuestionScope | None) -> list[RootCause]:
-    """The anomaly ranking's first ``RANKED_CANDIDATES`` services in scope, as added root causes."""
+    """The anomaly ranking's first ``RANKED_CANDIDATES`` services in scope, as added root causes. Where no
+    released finding cites the ranking, its services that released findings are about (a log template or a
+    metric of that service) still count, each resting on those findings: the ranking's category is the
+    tools' reading of exactly the signals the findings show."""
     citing = _citing(claims, ledger, "rank_anomalies")
     whole = scope is not None and scope.services is None
-    calls = list(citing) or (
-        [k for k, e in ledger.items() if e.tool_name == "rank_anomalies" and e.result.status == "success"][-1:]
-        if whole
-        else []
-    )
+    last = [k for k, e in ledger.items() if e.tool_name == "rank_anomalies" and e.result.status == "success"][-1:]
+    calls = list(citing) or last
     out: list[RootCause] = []
     for call_id in calls:
         for entry in ledger[call_id].result.output.get("ranking") or []:
             service, category = str(entry.get("service") or ""), entry.get("suspected_category")
             if not service or (scope is not None and not scope.covers(service)):
+                continue
+            ids = citing.get(call_id) or _about(claims, service)
+            if not (citing or whole or ids):
                 continue
             if len(out) < RANKED_CANDIDATES and not any(c.component == service for c in out):
                 out.append(
@@ -239,12 +242,21 @@ def _ranked(claims: list[Claim], ledger: dict[str, LedgerEntry], scope: Question
                         component=service,
                         category=category if category in ROOT_CAUSE_CATEGORIES else "unknown",
                         confidence="low",
-                        claim_ids=citing.get(call_id, []),
+                        claim_ids=ids,
                         indirect=True,
                         added_by="ranking",
                     )
                 )
     return out
+
+
+def _about(claims: list[Claim], service: str) -> list[str]:
+    """The released findings whose evidence is telemetry of ``service``."""
+    return [
+        c.claim_id
+        for c in claims
+        if c.claim_type != "guidance" and any(service_of_key(b.source_id) == service for b in c.evidence_bindings)
+    ]
 
 
 def _rests_on_logs(cause: RootCause, claims: list[Claim], ledger: dict[str, LedgerEntry]) -> bool:

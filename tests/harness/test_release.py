@@ -398,3 +398,30 @@ def test_a_summary_that_repeats_a_runbook_line_is_labelled_as_the_models_reading
     )
     quoted = [a["text"] for a in release.payload.model_dump()["report"]["analysis"]]
     assert "State Running but not ready usually means the readiness probe fails." in quoted
+
+
+def test_findings_about_a_ranked_service_bring_its_ranking_even_uncited() -> None:
+    """The 0.5B cited the demo's log template and p99 of payment-service, not the ranking line: the report
+    said "Root cause: none named" beside them. The ranking's reading of that service now joins, resting on
+    those findings; a ranked service no finding is about does not."""
+    ranking = [
+        {"rank": 1, "service": "payment-service", "suspected_category": "dependency"},
+        {"rank": 2, "service": "order-service", "suspected_category": "unknown"},
+    ]
+    ledger = {
+        "c1": LedgerEntry("c1", "rank_anomalies", {}, ToolResult("success", {"ranking": ranking}), 1),
+        "c3": LedgerEntry("c3", "query_logs", {"service": "payment-service"}, ToolResult("success", {}), 1),
+    }
+    excerpt = "payment-service log template 'Slow query <*>: UPDATE orders (lock wait)': 16 lines, 0 before"
+    claim = DRAFT.claims[0].model_copy(
+        update={
+            "claim_text": excerpt,
+            "evidence_bindings": [_binding("logtpl:payment-service:2", "query_logs", "c3", excerpt)],
+        }
+    )
+    draft = DRAFT.model_copy(update={"claims": [claim]})
+    scope = QuestionScope(frozenset({"payment-service", "order-service"}))
+    causes = report(draft, ledger, "en", None, scope).payload.root_causes  # type: ignore[union-attr]
+    assert [(c.component, c.category, c.added_by, c.claim_ids) for c in causes] == [
+        ("payment-service", "dependency", "ranking", ["claim-1"])
+    ]

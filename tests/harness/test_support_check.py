@@ -193,7 +193,9 @@ def test_a_fallback_does_not_list_the_askers_own_report_as_an_evidence_gap() -> 
     from harness.stages.verifier import evidence_gaps, retry_context
 
     question = "payment-service p99 jumped to 30s at 10:00 UTC and POST /api/pay returns 500. What's the root cause?"
-    echo = FactChecked(fact="The payment-service p99 jumped to 30s at 10:00 UTC", is_critical=True, verification="no_evidence")
+    echo = FactChecked(
+        fact="The payment-service p99 jumped to 30s at 10:00 UTC", is_critical=True, verification="no_evidence"
+    )
     own = FactChecked(fact="The JVM heap of payment-service is exhausted", is_critical=True, verification="no_evidence")
     verdict = VerifierOutput(
         verdict="LOW_CONFID", groundedness_score=0.2, critical_fact_count=2, facts_checked=[echo, own], rationale="r"
