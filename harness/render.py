@@ -18,8 +18,9 @@ KINDS = {
 
 def _cause(cause: dict[str, Any]) -> str:
     text = f"{cause['component']}" + (f" — {cause['cause']}" if cause.get("cause") else "")
-    added = f", added from the {cause['added_by']}" if cause.get("added_by") else ""
-    return f"{text} ({cause.get('category', 'unknown')}, {cause.get('confidence', 'medium')}{added})"
+    source = {"ranking": "the anomaly ranking"}.get(cause.get("added_by") or "", cause.get("added_by"))
+    added = f", added from {source}" if source else ""
+    return f"{text} ({cause.get('category', 'unknown')}, {cause.get('confidence', 'medium')} confidence{added})"
 
 
 def render_content(content_type: str, payload: dict[str, Any]) -> str:

@@ -139,7 +139,7 @@ function renderRootCauses(causes) {
   return [el("h4", { text: "Root cause" }), el("ul", {}, causes.map((c) => el("li", {},
     el("strong", { text: c.component }), c.cause ? " — " + c.cause : "",
     el("span", { class: "muted", text: "  (" + c.category + ", " + c.confidence + " confidence" +
-      (c.added_by ? ", added from the " + c.added_by : "") + ")" }))))];
+      (c.added_by ? ", added from the " + (c.added_by === "ranking" ? "anomaly ranking" : c.added_by) : "") + ")" }))))];
 }
 
 function renderReport(payload) {
