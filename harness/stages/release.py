@@ -233,7 +233,9 @@ def _ranked(claims: list[Claim], ledger: dict[str, LedgerEntry], scope: Question
             service, category = str(entry.get("service") or ""), entry.get("suspected_category")
             if not service or (scope is not None and not scope.covers(service)):
                 continue
-            ids = citing.get(call_id) or _about(claims, service)
+            # Uncited, only a service the ranking found anomalous: a finding about a quiet neighbour
+            # ("order-service p99 90 ms, as before") makes it no suspect.
+            ids = citing.get(call_id) or (_about(claims, service) if entry.get("anomalous") else [])
             if not (citing or whole or ids):
                 continue
             if len(out) < RANKED_CANDIDATES and not any(c.component == service for c in out):

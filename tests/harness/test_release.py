@@ -403,14 +403,15 @@ def test_a_summary_that_repeats_a_runbook_line_is_labelled_as_the_models_reading
 def test_findings_about_a_ranked_service_bring_its_ranking_even_uncited() -> None:
     """The 0.5B cited the demo's log template and p99 of payment-service, not the ranking line: the report
     said "Root cause: none named" beside them. The ranking's reading of that service now joins, resting on
-    those findings; a ranked service no finding is about does not."""
+    those findings; a ranked service no finding is about, or one the ranking found quiet, does not."""
     ranking = [
-        {"rank": 1, "service": "payment-service", "suspected_category": "dependency"},
-        {"rank": 2, "service": "order-service", "suspected_category": "unknown"},
+        {"rank": 1, "service": "payment-service", "anomalous": True, "suspected_category": "dependency"},
+        {"rank": 2, "service": "order-service", "anomalous": False, "suspected_category": "unknown"},
     ]
     ledger = {
         "c1": LedgerEntry("c1", "rank_anomalies", {}, ToolResult("success", {"ranking": ranking}), 1),
         "c3": LedgerEntry("c3", "query_logs", {"service": "payment-service"}, ToolResult("success", {}), 1),
+        "c4": LedgerEntry("c4", "query_metrics", {"service": "order-service"}, ToolResult("success", {}), 1),
     }
     excerpt = "payment-service log template 'Slow query <*>: UPDATE orders (lock wait)': 16 lines, 0 before"
     claim = DRAFT.claims[0].model_copy(
@@ -419,7 +420,15 @@ def test_findings_about_a_ranked_service_bring_its_ranking_even_uncited() -> Non
             "evidence_bindings": [_binding("logtpl:payment-service:2", "query_logs", "c3", excerpt)],
         }
     )
-    draft = DRAFT.model_copy(update={"claims": [claim]})
+    quiet = "order-service http_server_requests_p99_ms 90 -> 120, 1x its baseline spread"
+    calm = claim.model_copy(
+        update={
+            "claim_id": "claim-2",
+            "claim_text": quiet,
+            "evidence_bindings": [_binding("metric:order-service:p99", "query_metrics", "c4", quiet)],
+        }
+    )
+    draft = DRAFT.model_copy(update={"claims": [claim, calm]})
     scope = QuestionScope(frozenset({"payment-service", "order-service"}))
     causes = report(draft, ledger, "en", None, scope).payload.root_causes  # type: ignore[union-attr]
     assert [(c.component, c.category, c.added_by, c.claim_ids) for c in causes] == [
