@@ -45,9 +45,9 @@ from harness.stages import evidence_guard
 from harness.stages.base import RunContext, StageError
 from harness.stages.executor import ExecutorOutcome, execute
 from harness.stages.planner import plan
-from harness.stages.release import Release, fallback, guard_gaps, report
+from harness.stages.release import Release, fallback, fallback_gaps, guard_gaps, report
 from harness.stages.router import route
-from harness.stages.verifier import evidence_gaps, retry_context, verifier_input, verify
+from harness.stages.verifier import retry_context, verifier_input, verify
 from harness.tools.base import Tool, ToolBoundary
 from harness.tools.read_skill import Skill
 from telemetry.clock import iso
@@ -267,7 +267,7 @@ class DiagnosisPipeline:
                 ctx.lang,
                 guard.kept.claims,
                 verdict,
-                evidence_gaps(verdict, ctx.question),
+                fallback_gaps(verdict, ctx.question, ctx.lang),
                 steps,
                 ctx.boundary.ledger,
                 None if rejected else guard.kept,

@@ -34,6 +34,7 @@ from harness.playbook import about_the_question
 from harness.question_scope import QuestionScope, limitation, service_of_key
 from harness.stages.answer import guidance
 from harness.stages.support_check import ECHO, content_overlap, echoes
+from harness.stages.verifier import evidence_gaps
 from harness.tools.base import EVIDENCE_TOOLS, LedgerEntry
 from rag.chunking import slug
 
@@ -119,6 +120,11 @@ REMOVED = {
 UNSUPPORTED = {
     "en": "The verification found none of the drafted findings supported by the evidence they cite.",
     "zh": "核验未发现任何一条草拟的发现能被其引用的证据支持。",
+}
+RESTATED = {
+    "en": "The model's draft only restated the question, so no finding of its own was confirmed; the lines "
+    "measured by the tools are their output, not analysed.",
+    "zh": "模型的草稿只是复述了问题，没有能被确认的发现；工具测得的内容是原始输出，未经分析。",
 }
 UNVERIFIED = {
     "en": "{n} finding(s) cited evidence that could not be verified in this run's tool outputs and were withheld.",
@@ -493,6 +499,13 @@ def backed_claims(cited: ExecutorEvidence, verdict: VerifierOutput | None) -> li
         return list(cited.claims)
     backed = {f.fact for f in verdict.facts_checked if f.verification in BACKED}
     return [c for c in cited.claims if c.claim_text in backed]
+
+
+def fallback_gaps(verdict: VerifierOutput, question: str, lang: str) -> list[str]:
+    """A fallback's gaps: the facts the verdict found without evidence, less those that restate the question
+    (what the asker reported is no gap in the evidence); when that leaves none, the one sentence that says
+    the draft restated the question, so "some gaps remain" is never followed by "(none)"."""
+    return evidence_gaps(verdict, question) or [RESTATED["zh" if lang == "zh" else "en"]]
 
 
 def fallback(

@@ -205,3 +205,8 @@ def test_a_fallback_does_not_list_the_askers_own_report_as_an_evidence_gap() -> 
     assert evidence_gaps(only_echo, question) == []
     assert evidence_gaps(only_echo) == ["The payment-service p99 jumped to 30s at 10:00 UTC (no evidence found)"]
     assert len(retry_context(verdict, 1, "en").missing_evidence_facts) == 2
+    # The fallback then says the draft restated the question instead of listing no gap under "some gaps remain".
+    from harness.stages.release import RESTATED, fallback_gaps
+
+    assert fallback_gaps(only_echo, question, "zh") == [RESTATED["zh"]]
+    assert fallback_gaps(verdict, question, "en") == evidence_gaps(verdict, question)
