@@ -19,6 +19,7 @@ import json
 import re
 from typing import Any
 
+from harness.contracts import ROOT_CAUSE_CATEGORIES
 from harness.model import Message, ModelRequest, ModelResponse, ToolCall
 from harness.recorder import Usage
 
@@ -166,10 +167,8 @@ class RulesModel:
             causes = []
             if components and findings:
                 first = components[0].split(", ")[0]
-                category = next(
-                    (c for c in ("cpu", "memory", "network", "code", "dependency") if f"Suspected {c}" in text),
-                    "unknown",
-                )
+                # The contract's categories, not a copy: a category the ranking learns is read here too.
+                category = next((c for c in ROOT_CAUSE_CATEGORIES if f"Suspected {c}" in text), "unknown")
                 cause = findings[0]["text"][:120]
                 causes.append(
                     {"component": first, "cause": cause, "category": category, "confidence": "medium", "findings": [1]}
