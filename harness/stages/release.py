@@ -33,7 +33,7 @@ from harness.instruction_guard import quotes_instructions
 from harness.playbook import about_the_question
 from harness.question_scope import QuestionScope, limitation, service_of_key
 from harness.stages.answer import guidance
-from harness.stages.support_check import ECHO, content_overlap, echoes
+from harness.stages.support_check import ECHO, content_overlap, echoes, loops
 from harness.stages.verifier import evidence_gaps
 from harness.tools.base import EVIDENCE_TOOLS, LedgerEntry
 from rag.chunking import slug
@@ -112,6 +112,10 @@ SUSPECTS = {
     "zh": "异常排序的前几位（工具测得，未经证实）：",
     "en": "The anomaly ranking's first suspects (measured by the tools, not confirmed):",
 }
+LOOPED = {
+    "en": "The model's draft repeated itself in a loop and was dropped; nothing else it wrote was supported.",
+    "zh": "模型的草稿陷入了重复循环，已被丢弃；它写的其他内容都没有证据支持。",
+}
 REMOVED = {
     "en": "Part of this answer was removed because it repeated raydiag's internal instructions; "
     "the verified findings are listed with their evidence.",
@@ -179,6 +183,12 @@ def _references(claims: list[Claim], ledger: dict[str, LedgerEntry]) -> list[Ref
                     excerpt=b.evidence_excerpt[:300],
                 )
     return list(refs.values())
+
+
+def withheld(text: str) -> bool:
+    """Model text that is not released: it repeats the service's own prompts, or it is a decoding loop
+    (``loops``: dropped as a whole, never cut to its first round, which would be a system rewrite)."""
+    return quotes_instructions(text) or loops(text)
 
 
 def supported_claims(evidence: ExecutorEvidence, verdict: VerifierOutput | None) -> list[Claim]:
@@ -380,11 +390,11 @@ def report(
     """``telemetry_source``: where the telemetry came from, said in ``limitations.scope``."""
     supported = supported_claims(evidence, verdict)
     claims = [c for c in supported if not quotes_instructions(c.claim_text)]
+    looped = [c for c in claims if loops(c.claim_text)]
+    claims = [c for c in claims if c not in looped]
     # A hypothesis that restates the question is no hypothesis (the 0.5B writes the symptom back).
     hypotheses = [
-        h
-        for h in evidence.hypotheses
-        if not quotes_instructions(h.hypothesis_text) and not echoes(h.hypothesis_text, question)
+        h for h in evidence.hypotheses if not withheld(h.hypothesis_text) and not echoes(h.hypothesis_text, question)
     ]
     hypotheses = list({h.hypothesis_text: h for h in hypotheses}.values())
     unseen = limitation(scope, lang) if scope is not None else None
@@ -392,8 +402,15 @@ def report(
         hypotheses = [h for h in hypotheses if content_overlap(h.hypothesis_text, unseen) < ECHO]
     claims += _added_guidance(ledger, claims)
     if not claims:
-        # Say why: the instruction guard withheld what was supported, or nothing was supported at all.
-        gap = REMOVED[lang] if supported else UNSUPPORTED[lang]
+        # Say why: the instruction guard withheld what was supported, the model looped, or nothing was
+        # supported at all.
+        gap = (
+            LOOPED[lang]
+            if looped and len(looped) == len(supported)
+            else REMOVED[lang]
+            if supported
+            else UNSUPPORTED[lang]
+        )
         return fallback("INSUFFICIENT_EVIDENCE", lang, [], verdict, [gap], [], ledger, None, scope)
     findings = [c for c in claims if c.claim_type != "guidance"]
     dropped = len(findings) < len([c for c in evidence.claims if c.claim_type != "guidance"])
@@ -414,7 +431,7 @@ def report(
     usable = not (
         dropped
         or not summary
-        or quotes_instructions(summary)
+        or withheld(summary)
         or not _rests_on(summary, basis)
         or (not findings and echoes(summary, question))
     )
@@ -435,7 +452,7 @@ def report(
     scope_text = ("证据来源：" if lang == "zh" else "Evidence from: ") + (", ".join(used) or NONE[lang])
     if telemetry_source:
         scope_text += ("；遥测数据：" if lang == "zh" else "; telemetry: ") + telemetry_source
-    missing = [m for m in evidence.missing_info if not quotes_instructions(m)]
+    missing = [m for m in evidence.missing_info if not withheld(m)]
     payload = DiagnosisReportPayload(
         report=Report(
             conclusion=Conclusion(text=summary, based_on_analysis_ids=[a.id for a in analysis]),
@@ -528,7 +545,7 @@ def fallback(
         confirmed = [f.fact for f in verdict.facts_checked if f.verification == "direct_evidence"]
     else:
         confirmed = [c.claim_text for c in confirmed_claims]
-    confirmed = [c for c in confirmed if not quotes_instructions(c) and c not in guidance]
+    confirmed = [c for c in confirmed if not withheld(c) and c not in guidance]
     scattered = None
     if not steps:
         steps = [_attributed(c) for c in list(guidance.values()) or _added_guidance(ledger)]
@@ -538,7 +555,7 @@ def fallback(
     failures = tool_failures(ledger)
     if kind == "INSUFFICIENT_EVIDENCE" and failures:
         kind, gaps = "TOOL_ERROR", [*failures, *gaps]
-    all_gaps = [g for g in dict.fromkeys(gaps) if g and not quotes_instructions(g)]
+    all_gaps = [g for g in dict.fromkeys(gaps) if g and not withheld(g)]
     steps = [s for s in steps if not quotes_instructions(s)]
     template = kind if kind in ("LOW_CONFIDENCE", "TOOL_ERROR", "MODEL_TIMEOUT") else "INSUFFICIENT_EVIDENCE"
     head, c_title, g_title, s_title = TEMPLATES[(template, lang)]

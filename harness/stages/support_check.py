@@ -181,6 +181,38 @@ def echoes(text: str, question: str) -> bool:
     return bool(question) and content_overlap(text, question) >= ECHO
 
 
+# A small model sometimes decodes into a loop: "TiDB 服务的主节点是 TiKV 集群的副本，而 … 因此 TiDB 服务的
+# 主节点是 TiKV 集群的副本，…" or "应该小于 1000000000000000000…" (0.5B, tuning half of the correctness
+# set). The same run of this many words (a Chinese character counts as one) said this often, or one
+# character this many times in a row, is no statement.
+LOOP_WORDS = 8
+LOOP_REPEATS = 3
+_CHAR_RUN = re.compile(r"(\S)\1{9,}")
+_LOOP_WORD = re.compile(r"[\u4e00-\u9fff]|[A-Za-z0-9]+(?:[-_.:/][A-Za-z0-9]+)*")
+# Evidence labels the model copies from the list it was shown ("E1 [kubenodenotready] …; E2
+# [kubenodenotready] …") repeat by design: they are left out before looking for a loop.
+_LABELS = re.compile(r"\[[^\]]{0,80}\]|\bE\d+\b")
+
+
+def loops(text: str) -> bool:
+    """The text repeats itself the way a decoding loop does. A sentence that names the same service or
+    metric several times is no loop: a name is one word, far under ``LOOP_WORDS``."""
+    if _CHAR_RUN.search(text):
+        return True
+    words = [w.lower() for w in _LOOP_WORD.findall(_LABELS.sub(" ", text))]
+    next_free: dict[tuple[str, ...], int] = {}
+    count: dict[tuple[str, ...], int] = {}
+    for i in range(len(words) - LOOP_WORDS + 1):
+        run = tuple(words[i : i + LOOP_WORDS])
+        if i < next_free.get(run, 0):
+            continue  # overlapping occurrences count once
+        next_free[run] = i + LOOP_WORDS
+        count[run] = count.get(run, 0) + 1
+        if count[run] >= LOOP_REPEATS:
+            return True
+    return False
+
+
 def claim_support(claim: Claim, components: list[str]) -> bool | None:
     """True: every key term is in the cited excerpts, or, naming none, the claim says mostly in their
     words what they say; False: some term is in none, or the claim says nothing beyond its names;

@@ -434,3 +434,34 @@ def test_findings_about_a_ranked_service_bring_its_ranking_even_uncited() -> Non
     assert [(c.component, c.category, c.added_by, c.claim_ids) for c in causes] == [
         ("payment-service", "dependency", "ranking", ["claim-1"])
     ]
+
+
+def test_a_looping_hypothesis_or_summary_is_dropped_whole() -> None:
+    """A decoding loop is released neither as a hypothesis nor as the conclusion's unconfirmed cause, and
+    never cut to its first round (that would be the system's rewrite): the next hypothesis stands."""
+    from harness.contracts import Hypothesis
+    from harness.question_scope import question_scope
+
+    question = "After the rollout frontend pods never become Ready (KubePodNotReady). What did we break?"
+    loop = "the probe fails because the probe fails because " * 4
+    draft = ExecutorEvidence(
+        diagnosis_summary=loop,
+        claims=[],
+        hypotheses=[
+            Hypothesis(hypothesis_text=loop, basis=""),
+            Hypothesis(
+                hypothesis_text="The readiness probe points at a path the new image no longer serves.", basis=""
+            ),
+        ],
+        user_facing_answer="",
+    )
+    ledger = _runbook_ledger()
+    release = report(draft, ledger, "en", None, question_scope(question, ledger), question)
+    analysis = release.payload.model_dump()["report"]["analysis"]
+    assert [a["text"] for a in analysis if a["kind"] == "hypothesis"] == [
+        "The readiness probe points at a path the new image no longer serves."
+    ]
+    assert release.conclusion == (
+        "No metrics or logs for frontend, KubePodNotReady in the connected backends; the answer rests on runbook "
+        "guidance only. Likely, not confirmed: The readiness probe points at a path the new image no longer serves."
+    )

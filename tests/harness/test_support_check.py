@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.contracts import Claim, EvidenceBinding
-from harness.stages.support_check import claim_support, completing_spans, key_terms, similarity_verdicts
+from harness.stages.support_check import claim_support, completing_spans, key_terms, loops, similarity_verdicts
 
 EXCERPT = (
     "cartservice ranks 1 of 10: call_latency (frontend->cartservice) 0.005447 s -> 0.2569 s, "
@@ -210,3 +210,23 @@ def test_a_fallback_does_not_list_the_askers_own_report_as_an_evidence_gap() -> 
 
     assert fallback_gaps(only_echo, question, "zh") == [RESTATED["zh"]]
     assert fallback_gaps(verdict, question, "en") == evidence_gaps(verdict, question)
+
+
+def test_a_decoding_loop_is_told_from_a_sentence_that_names_one_thing_often() -> None:
+    """The 0.5B's loops (a clause said over and over, a run of zeros) are no statement; a sentence naming
+    the same service several times, evidence labels the model copied, or a large number are."""
+    assert loops(
+        "TiDB 服务的主节点是 TiKV 集群的 Leader，而 TiKV 集群的 Leader 是 TiDB 的副本，因此 TiDB 服务的主节点是 "
+        "TiKV 集群的副本，而 TiKV 集群的副本 是 TiDB 的副本，因此 TiDB 服务的主节点是 TiKV 集群的副本，而 Ti"
+    )
+    assert loops("Binlog write failures should stay under 1000000000000000000000000000000")
+    assert loops(
+        "check the logs and see if there are errors; if so, check the logs and see if there are errors; "
+        "if so, check the logs and see if there are errors; if so"
+    )
+    assert not loops("payment-service p99 rose; payment-service pool is full; payment-service logs say it waits")
+    assert not loops(
+        "可能原因有：E1 [kubenodenotready] 节点处于未就绪状态；E2 [kubenodenotready] 新的 Pod 无法调度；"
+        "E3 [kubenodenotready] 节点资源不足"
+    )
+    assert not loops("The heap went from 1000000000 to 2000000000 bytes")
