@@ -90,12 +90,21 @@ def _names(text: str, terms: list[str]) -> bool:
     return any(t.strip() and t.lower() in low for t in terms)
 
 
+def names_cause(case: dict[str, Any], text: str) -> bool:
+    """The text names a term of one accepted cause."""
+    return any(_names(text, group) for group in case["causes"])
+
+
+def names_answer(case: dict[str, Any], text: str) -> bool:
+    """The text names the asked component and an accepted cause."""
+    return _names(text, case["about"]) and names_cause(case, text)
+
+
 def score(case: dict[str, Any], content_type: str | None, payload: dict[str, Any]) -> dict[str, bool]:
     text = released_text(content_type, payload)
     components = [str(c.get("component", "")) for c in payload.get("root_causes") or []]
     misattributed = any(_names(c, case.get("wrong") or []) for c in components)
-    correct = _names(text, case["about"]) and any(_names(text, group) for group in case["causes"]) and not misattributed
-    return {"correct": correct, "misattributed": misattributed}
+    return {"correct": names_answer(case, text) and not misattributed, "misattributed": misattributed}
 
 
 def lang_of(case: dict[str, Any]) -> str:

@@ -1,0 +1,189 @@
+"""Where do wrong answers come from? Two ceilings of the correctness benchmark, on the same questions and
+answer keys (``benchmarks/diagnosis_correctness.py``), each without the rest of the service:
+
+* ``closed-book``: the model alone, asked each question with no tool and no runbook, gets three guesses
+  ("list the 3 most likely root causes"); a case counts when the guesses name the asked component and an
+  accepted cause, the benchmark's own rule. What the model knows by itself.
+* ``retrieval``: the playbook's lookup of each question (the service's first runbook search, the same
+  words, settings and knowledge base as the benchmark's) in this process; a case counts when a returned
+  block names an accepted cause. The most an answer written from the retrieved runbooks can get right,
+  whatever the model. For the demo-incident questions the service also searches for the ranking's
+  suspected fault category, so there this is a lower bound.
+
+Neither is an answer anybody reads; both say which part to improve. Above both, an answer needs what
+neither the models nor the runbooks hold.
+
+    python benchmarks/answer_ceilings.py closed-book [--model NAME] [--split tune|report|all]
+    python benchmarks/answer_ceilings.py retrieval [--split tune|report|all]
+
+Results: ``benchmarks/results/answer_ceilings.json`` (``--out``), one entry per measurement, model and
+split, each with its commit and command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.diagnosis_correctness import QUESTIONS, names_answer, names_cause, own_knowledge_config, select  # noqa: E402
+from deployments.provenance import stamp  # noqa: E402
+
+OUT = ROOT / "benchmarks" / "results" / "answer_ceilings.json"
+CONFIG = ROOT / "configs" / "serve.local.yaml"
+GUESSES = {
+    "en": "List the 3 most likely root causes, one short line each, no explanation.",
+    "zh": "列出最可能的 3 个根因，每行一个，简短，不要解释。",
+}
+SYSTEM = "You are a senior SRE on call. Answer in the language of the question."
+MAX_TOKENS = 120
+
+
+def _lang(question: str) -> str:
+    return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in question) else "en"
+
+
+def closed_book(cases: list[dict[str, Any]], model: str, config: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each question to the model through vLLM's offline engine, greedy, as the service's engine runs it."""
+    from vllm import LLM, SamplingParams
+
+    from deployments.config import LLMSettings
+    from deployments.llm import engine_dtype
+    from deployments.model_pull import model_dir
+
+    settings = LLMSettings(**{**config.get("llm", {}), "model": model})
+    engine = LLM(
+        model=str(model_dir(ROOT / settings.model_root, model)),
+        dtype=engine_dtype(settings),
+        max_model_len=2048,
+        enforce_eager=True,
+    )
+    chats = [
+        [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"{c['q']}\n\n{GUESSES[_lang(c['q'])]}"}]
+        for c in cases
+    ]
+    outputs = engine.chat(chats, SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS))
+    rows = []
+    for case, out in zip(cases, outputs, strict=True):
+        text = out.outputs[0].text.strip()
+        rows.append({"id": case["id"], "q": case["q"], "text": text, "correct": names_answer(case, text)})
+    return rows
+
+
+def retrieval(cases: list[dict[str, Any]], config_path: Path) -> list[dict[str, Any]]:
+    """The playbook's lookup of each question over the benchmark's knowledge base, ingested into a scratch
+    collection."""
+    from deployments.config import load_config
+    from harness.playbook import QUESTION_CHARS
+    from harness.ruled_out import without_ruled_out
+    from rag.embedding import embedder_for
+    from rag.lookup import KnowledgeLookupService, LookupSettings
+    from rag.store import KnowledgeStore
+
+    with tempfile.TemporaryDirectory(prefix="raydiag-ceiling-") as tmp:
+        cfg = load_config(str(own_knowledge_config(config_path, Path(tmp))))
+        s = cfg.search
+        embedder = embedder_for(s)
+        store = KnowledgeStore(s.milvus_uri, s.collection, embedder.dim, embedder.sparse)
+
+        async def embed(texts: list[str]) -> Any:
+            return embedder.encode_sync(texts)
+
+        async def search(q: str, qvec: Any, qlex: Any, mode: Any, limit: int, domains: Any, gvec: Any) -> Any:
+            return store.search(q, qvec, mode, limit, domains, s.fusion, qlex, gvec)
+
+        async def doc_chunks(doc_id: str, qvec: Any) -> Any:
+            return store.doc_chunks(doc_id, qvec)
+
+        settings = LookupSettings(
+            mode=s.mode,
+            top_k=s.top_k,
+            max_blocks=s.max_blocks,
+            context_char_budget=s.context_char_budget,
+            relative_cutoff=s.relative_cutoff,
+            keyword_standout=s.keyword_standout,
+            gloss=s.fusion.gloss,
+        )
+        lookup = KnowledgeLookupService(embed, search, settings, doc_chunks)
+
+        async def run() -> list[dict[str, Any]]:
+            rows = []
+            for case in cases:
+                found = await lookup.lookup(without_ruled_out(case["q"])[:QUESTION_CHARS], "ceiling")
+                blocks = found.agent_view["evidence"]
+                text = "\n".join(f"{b['heading']}\n{b['text']}" for b in blocks)
+                rows.append(
+                    {
+                        "id": case["id"],
+                        "q": case["q"],
+                        "keys": [b["key"] for b in blocks],
+                        "correct": names_cause(case, text),
+                    }
+                )
+            return rows
+
+        try:
+            return asyncio.run(run())
+        finally:
+            store.close()
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    def share(part: list[dict[str, Any]]) -> float | None:
+        return round(sum(r["correct"] for r in part) / len(part), 3) if part else None
+
+    zh = [r for r in rows if _lang(r["q"]) == "zh"]
+    en = [r for r in rows if _lang(r["q"]) == "en"]
+    return {"cases": len(rows), "correct_rate": share(rows), "correct_rate_zh": share(zh), "correct_rate_en": share(en)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("what", choices=["closed-book", "retrieval"])
+    parser.add_argument("--questions", default=str(QUESTIONS))
+    parser.add_argument("--split", default="tune", choices=["report", "tune", "all"])
+    parser.add_argument("--config", default=str(CONFIG))
+    parser.add_argument("--model", default=None, help="closed-book: the model (default: the config's)")
+    parser.add_argument("--out", default=str(OUT))
+    args = parser.parse_args()
+    data = json.loads(Path(args.questions).read_text(encoding="utf-8"))
+    cases, _ = select(data, args.split, None)
+    config = yaml.safe_load(Path(args.config).read_text(encoding="utf-8")) or {}
+    provenance = stamp()
+    started = time.time()
+    if args.what == "closed-book":
+        model = args.model or config.get("llm", {}).get("model")
+        rows = closed_book(cases, model, config)
+        key = f"closed-book/{model}/{args.split}"
+    else:
+        rows = retrieval(cases, Path(args.config))
+        key = f"retrieval/{args.split}"
+    entry = {
+        **provenance,
+        "questions": os.path.relpath(Path(args.questions).resolve(), ROOT),
+        "split": args.split,
+        "wall_s": round(time.time() - started),
+        "summary": summary(rows),
+        "cases": rows,
+    }
+    out = Path(args.out)
+    whole = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+    whole[key] = entry
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(whole, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    print(key, json.dumps(entry["summary"]))
+
+
+if __name__ == "__main__":
+    main()
