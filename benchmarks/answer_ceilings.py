@@ -63,6 +63,8 @@ def closed_book(cases: list[dict[str, Any]], model: str, config: dict[str, Any])
     from deployments.model_pull import model_dir
 
     settings = LLMSettings(**{**config.get("llm", {}), "model": model})
+    # As the service's engine: a KV cache of the configured size, not vLLM's share of all memory.
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(int(max(1, settings.kv_cache_gib))))
     engine = LLM(
         model=str(model_dir(ROOT / settings.model_root, model)),
         dtype=engine_dtype(settings),
