@@ -765,9 +765,37 @@ def demo_answer(data: dict[str, Any]) -> str:
     return head + "\n```\n" + render_content(case["content_type"], case["payload"]) + "\n```"
 
 
+def answer_ceilings(data: dict[str, Any]) -> str:
+    """The model alone and the retrieval alone, per half of the question set (answer_ceilings.py)."""
+    splits = ("tune", "report")
+    labels = {
+        "closed-book": "the model alone, three guesses: `{}`",
+        "retrieval": "the question's runbook lookup names a cause",
+    }
+    rows: dict[str, dict[str, dict[str, Any]]] = {}
+    for key, entry in data.items():
+        what, *rest = key.split("/")
+        label = labels[what].format(rest[0]) if what == "closed-book" else labels[what]
+        rows.setdefault(label, {})[rest[-1]] = entry
+
+    def cell(entry: dict[str, Any] | None) -> str:
+        if entry is None:
+            return "—"
+        s = entry["summary"]
+        return f"{_num(s['correct_rate'])} ({_num(s['correct_rate_en'])} / {_num(s['correct_rate_zh'])})"
+
+    table = _table(
+        ["", *[f"{h} half: correct (English / Chinese)" for h in splits]],
+        [[label, *[cell(by.get(h)) for h in splits]] for label, by in sorted(rows.items())],
+    )
+    sources = "; ".join(f"`{k}`: commit {e['commit']}, `{e['command']}`" for k, e in sorted(data.items()))
+    return f"{table}\n\nMeasured by {sources}."
+
+
 BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "demo_answer": ("diagnosis_correctness.json", demo_answer),
     "diagnosis_correctness": ("diagnosis_correctness.json", diagnosis_correctness),
+    "answer_ceilings": ("answer_ceilings.json", answer_ceilings),
     "audit": ("audit.json", audit),
     "llm": ("llm.json", llm),
     "cpu_engine": ("cpu_engine.json", cpu_engine),
