@@ -90,7 +90,7 @@ def retrieval(cases: list[dict[str, Any]], config_path: Path) -> list[dict[str, 
     from harness.playbook import QUESTION_CHARS
     from harness.ruled_out import without_ruled_out
     from rag.embedding import embedder_for
-    from rag.lookup import KnowledgeLookupService, LookupSettings
+    from rag.lookup import KnowledgeLookupService
     from rag.store import KnowledgeStore
 
     with tempfile.TemporaryDirectory(prefix="raydiag-ceiling-") as tmp:
@@ -108,15 +108,7 @@ def retrieval(cases: list[dict[str, Any]], config_path: Path) -> list[dict[str, 
         async def doc_chunks(doc_id: str, qvec: Any) -> Any:
             return store.doc_chunks(doc_id, qvec)
 
-        settings = LookupSettings(
-            mode=s.mode,
-            top_k=s.top_k,
-            max_blocks=s.max_blocks,
-            context_char_budget=s.context_char_budget,
-            relative_cutoff=s.relative_cutoff,
-            keyword_standout=s.keyword_standout,
-            gloss=s.fusion.gloss,
-        )
+        settings = s.lookup()
         lookup = KnowledgeLookupService(embed, search, settings, doc_chunks)
 
         async def run() -> list[dict[str, Any]]:

@@ -37,7 +37,7 @@ from harness.rules_model import RulesModel
 from harness.scope import RunOptions
 from harness.wiring import build_pipeline
 from rag.embedding import Encoded
-from rag.lookup import KnowledgeLookupService, LookupSettings
+from rag.lookup import KnowledgeLookupService
 from rag.store import Hit, SearchMode
 
 log = logging.getLogger(__name__)
@@ -100,15 +100,7 @@ def _lookup(
         return await search.search.remote(query, qvec, qlex, mode, limit, domains, gvec)
 
     s = cfg.search
-    settings = LookupSettings(
-        mode=s.mode,
-        top_k=s.top_k,
-        max_blocks=s.max_blocks,
-        context_char_budget=s.context_char_budget,
-        relative_cutoff=s.relative_cutoff,
-        keyword_standout=s.keyword_standout,
-        gloss=s.fusion.gloss,
-    )
+    settings = s.lookup()
 
     async def doc_chunks(doc_id: str, qvec: np.ndarray) -> list[Hit]:
         return await search.doc_chunks.remote(doc_id, qvec)

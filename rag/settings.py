@@ -4,7 +4,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rag.lookup import KEYWORD_STANDOUT, RELATIVE_CUTOFF
+from rag.lookup import KEYWORD_STANDOUT, RELATIVE_CUTOFF, LookupSettings
 from rag.store import FusionSettings
 
 # Runbook sections are shorter than this (the bundled ones chunk the same at 700); long documents
@@ -84,3 +84,15 @@ class SearchSettings(BaseModel):
 
     def dim(self) -> int:
         return self.embed_dim or {"usem3": 512, "bge-m3": 1024}[self.embedder]
+
+    def lookup(self) -> LookupSettings:
+        """What ``lookup_knowledge`` takes from these settings (the service's and a benchmark's lookup alike)."""
+        return LookupSettings(
+            mode=self.mode,
+            top_k=self.top_k,
+            max_blocks=self.max_blocks,
+            context_char_budget=self.context_char_budget,
+            relative_cutoff=self.relative_cutoff,
+            keyword_standout=self.keyword_standout,
+            gloss=self.fusion.gloss,
+        )
