@@ -37,7 +37,15 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.diagnosis_correctness import QUESTIONS, names_answer, names_cause, own_knowledge_config, select  # noqa: E402
+from benchmarks.diagnosis_correctness import (  # noqa: E402
+    QUESTIONS,
+    lang_of,
+    names_answer,
+    names_cause,
+    own_knowledge_config,
+    rate,
+    select,
+)
 from deployments.provenance import stamp  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "answer_ceilings.json"
@@ -48,10 +56,6 @@ GUESSES = {
 }
 SYSTEM = "You are a senior SRE on call. Answer in the language of the question."
 MAX_TOKENS = 120
-
-
-def _lang(question: str) -> str:
-    return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in question) else "en"
 
 
 def closed_book(cases: list[dict[str, Any]], model: str, config: dict[str, Any]) -> list[dict[str, Any]]:
@@ -72,14 +76,16 @@ def closed_book(cases: list[dict[str, Any]], model: str, config: dict[str, Any])
         enforce_eager=True,
     )
     chats = [
-        [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"{c['q']}\n\n{GUESSES[_lang(c['q'])]}"}]
+        [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"{c['q']}\n\n{GUESSES[lang_of(c)]}"}]
         for c in cases
     ]
     outputs = engine.chat(chats, SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS))
     rows = []
     for case, out in zip(cases, outputs, strict=True):
         text = out.outputs[0].text.strip()
-        rows.append({"id": case["id"], "q": case["q"], "text": text, "correct": names_answer(case, text)})
+        rows.append(
+            {"id": case["id"], "q": case["q"], "lang": lang_of(case), "text": text, "correct": names_answer(case, text)}
+        )
     return rows
 
 
@@ -108,8 +114,7 @@ def retrieval(cases: list[dict[str, Any]], config_path: Path) -> list[dict[str, 
         async def doc_chunks(doc_id: str, qvec: Any) -> Any:
             return store.doc_chunks(doc_id, qvec)
 
-        settings = s.lookup()
-        lookup = KnowledgeLookupService(embed, search, settings, doc_chunks)
+        lookup = KnowledgeLookupService(embed, search, s.lookup(), doc_chunks)
 
         async def run() -> list[dict[str, Any]]:
             rows = []
@@ -121,6 +126,7 @@ def retrieval(cases: list[dict[str, Any]], config_path: Path) -> list[dict[str, 
                     {
                         "id": case["id"],
                         "q": case["q"],
+                        "lang": lang_of(case),
                         "keys": [b["key"] for b in blocks],
                         "correct": names_cause(case, text),
                     }
@@ -135,11 +141,15 @@ def retrieval(cases: list[dict[str, Any]], config_path: Path) -> list[dict[str, 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     def share(part: list[dict[str, Any]]) -> float | None:
-        return round(sum(r["correct"] for r in part) / len(part), 3) if part else None
+        return rate(sum(r["correct"] for r in part), len(part))
 
-    zh = [r for r in rows if _lang(r["q"]) == "zh"]
-    en = [r for r in rows if _lang(r["q"]) == "en"]
-    return {"cases": len(rows), "correct_rate": share(rows), "correct_rate_zh": share(zh), "correct_rate_en": share(en)}
+    by_lang = {lang: share([r for r in rows if r["lang"] == lang]) for lang in ("zh", "en")}
+    return {
+        "cases": len(rows),
+        "correct_rate": share(rows),
+        "correct_rate_zh": by_lang["zh"],
+        "correct_rate_en": by_lang["en"],
+    }
 
 
 def main() -> None:

@@ -404,13 +404,10 @@ def report(
     if not claims:
         # Say why: the instruction guard withheld what was supported, the model looped, or nothing was
         # supported at all.
-        gap = (
-            LOOPED[lang]
-            if looped and len(looped) == len(supported)
-            else REMOVED[lang]
-            if supported
-            else UNSUPPORTED[lang]
-        )
+        if looped and len(looped) == len(supported):
+            gap = LOOPED[lang]
+        else:
+            gap = REMOVED[lang] if supported else UNSUPPORTED[lang]
         return fallback("INSUFFICIENT_EVIDENCE", lang, [], verdict, [gap], [], ledger, None, scope)
     findings = [c for c in claims if c.claim_type != "guidance"]
     dropped = len(findings) < len([c for c in evidence.claims if c.claim_type != "guidance"])
