@@ -235,6 +235,9 @@ class AuditWriter:
         self.stats = WriterStats()
         self._queue: deque[AuditRecord] = deque()
         self._retry: list[AuditRecord] = []
+        # The batch being written: in none of the lists above, yet not committed. Counted as pending,
+        # or a flush that looks while it is in flight says "all written" and close cancels the write.
+        self._in_flight: list[AuditRecord] = []
         self._reorder = ReorderBuffer(settings.reorder_timeout_s)
         self._spill = SpillFile(settings.spill_path)
         self._dead = DeadLetterFile(dead_letter_path(settings))
@@ -292,7 +295,8 @@ class AuditWriter:
 
     @property
     def pending(self) -> int:
-        return len(self._queue) + len(self._retry) + len(self._reorder) + self._spill.count
+        queued = len(self._queue) + len(self._retry) + len(self._reorder)
+        return queued + len(self._in_flight) + self._spill.count
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -320,7 +324,9 @@ class AuditWriter:
         self._task = None
         if not done:
             # Whatever could not be written survives in the spill file for the next start.
-            leftover = self._retry + list(self._queue) + self._reorder.expired(force=True)
+            # The batch cancelled mid-write may or may not have committed: spilling it again is harmless.
+            leftover = self._in_flight + self._retry + list(self._queue) + self._reorder.expired(force=True)
+            self._in_flight = []
             self._spill_durably(leftover)
             log.error("audit writer closed with %d records spilled to %s", len(leftover), self._spill.path)
         return done
@@ -352,6 +358,7 @@ class AuditWriter:
         batch = self._next_batch()
         if not batch:
             return False
+        self._in_flight = batch  # left set if the loop is cancelled mid-write, for close to spill
         try:
             await asyncio.to_thread(self.store.write_batch, batch)
         except Exception as err:
@@ -361,14 +368,16 @@ class AuditWriter:
             if self._failures_in_a_row >= self.settings.poison_after_attempts:
                 batch = await self._isolate(batch)
                 if not batch:
+                    self._in_flight = []
                     return self._written_ok()
-            self._retry = batch
+            self._retry, self._in_flight = batch, []
             log.warning(
                 "audit batch of %d failed (%s); retry in %.2fs", len(batch), self.stats.last_error, self._backoff
             )
             await asyncio.sleep(self._backoff)
             self._backoff = min(self._backoff * 2, self.settings.retry_max_s)
             return not self._closing or bool(self._retry)
+        self._in_flight = []
         self.stats.written += len(batch)
         self.stats.batches += 1
         self._settle(batch)
@@ -397,6 +406,7 @@ class AuditWriter:
                 log.error("audit record %s/%s seq %s dead-lettered: %s", rec.run_id, rec.kind, rec.seq, _describe(err))
             else:
                 self.stats.written += 1
+            self._in_flight = batch[i + 1 :]
             self._settle([rec])
         self.stats.batches += 1
         return []

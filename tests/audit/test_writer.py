@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +148,55 @@ async def test_database_down_for_ten_seconds_mid_run(mysql_url: str, tmp_path: P
         assert trace["summary"]["tokens_reconciled"] is True
         assert trace["toolInvocations"][0]["step_id"] == trace["steps"][0]["id"]
     direct.dispose()
+
+
+async def test_a_batch_still_being_written_is_pending(tmp_path: Path) -> None:
+    """A flush that looked while the last batch was in the database's hands said "all written", and
+    close then cancelled that write: CI lost two records of a run this way."""
+    release = threading.Event()
+    written: list[AuditRecord] = []
+
+    class SlowStore:
+        def write_batch(self, records: Any) -> None:
+            release.wait(5)
+            written.extend(records)
+
+        def ping(self) -> None:
+            pass
+
+    writer = AuditWriter(SlowStore(), _settings(tmp_path, batch_size=100))
+    writer.start()
+    records = seed_run().records
+    writer.submit(records)
+    await asyncio.sleep(0.2)  # the loop has taken the batch and is blocked writing it
+    assert writer.pending == len(records)
+    assert await writer.flush(0.3) is False
+    release.set()
+    assert await writer.flush(5) is True
+    assert [r.seq for r in written] == [r.seq for r in records]
+    await writer.close()
+
+
+async def test_close_spills_a_batch_whose_write_it_had_to_cancel(tmp_path: Path) -> None:
+    release = threading.Event()
+
+    class HangingStore:
+        def write_batch(self, records: Any) -> None:
+            release.wait(5)
+            raise ConnectionError("the connection went away mid-write")
+
+        def ping(self) -> None:
+            raise ConnectionError("database unreachable")
+
+    writer = AuditWriter(HangingStore(), _settings(tmp_path, batch_size=100))
+    writer.start()
+    records = seed_run().records
+    writer.submit(records)
+    await asyncio.sleep(0.2)
+    assert await writer.close(timeout_s=0.3) is False
+    release.set()
+    lines = (tmp_path / "spill.jsonl").read_text().splitlines()
+    assert sorted(AuditRecord.model_validate_json(x).seq or 0 for x in lines) == [r.seq for r in records]
 
 
 async def test_close_spills_what_the_database_never_took(tmp_path: Path) -> None:
