@@ -15,6 +15,7 @@ FORBIDDEN = {
     "harness": ("deployments", "ray"),
     "audit": ("harness", "deployments", "ray"),
     "telemetry": ("deployments", "ray"),
+    "cluster": ("harness", "deployments", "ray", "rag", "audit"),
 }
 
 
