@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.diagnosis_quality import decode_rate, pct, start_service, stop_service  # noqa: E402
+from deployments.answer_keys import names_answer, names_cause, released_text, score  # noqa: E402,F401
 from deployments.provenance import stamp  # noqa: E402
 from deployments.sse import parse  # noqa: E402
 
@@ -68,43 +69,6 @@ TARGETS = {"correct_rate": 0.6, "misattributed_rate": 0.05, "chat_rate_offtopic"
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
 # -- scoring -------------------------------------------------------------------------------------------
-
-
-def released_text(content_type: str | None, payload: dict[str, Any]) -> str:
-    """Everything the answer released as text, the parts the answer keys are scored on."""
-    if content_type == "DIAGNOSIS_REPORT":
-        report = payload.get("report") or {}
-        parts = [(report.get("conclusion") or {}).get("text", "")]
-        parts += [a.get("text", "") for a in report.get("analysis") or []]
-        parts += list(report.get("action_plan") or []) + list(report.get("recommendations") or [])
-        for cause in payload.get("root_causes") or []:
-            parts += [str(cause.get("component", "")), str(cause.get("cause", ""))]
-        return "\n".join(p for p in parts if p)
-    if content_type == "SAFE_FALLBACK":
-        return "\n".join([payload.get("text", ""), *(payload.get("next_steps") or [])])
-    return ""
-
-
-def _names(text: str, terms: list[str]) -> bool:
-    low = text.lower()
-    return any(t.strip() and t.lower() in low for t in terms)
-
-
-def names_cause(case: dict[str, Any], text: str) -> bool:
-    """The text names a term of one accepted cause."""
-    return any(_names(text, group) for group in case["causes"])
-
-
-def names_answer(case: dict[str, Any], text: str) -> bool:
-    """The text names the asked component and an accepted cause."""
-    return _names(text, case["about"]) and names_cause(case, text)
-
-
-def score(case: dict[str, Any], content_type: str | None, payload: dict[str, Any]) -> dict[str, bool]:
-    text = released_text(content_type, payload)
-    components = [str(c.get("component", "")) for c in payload.get("root_causes") or []]
-    misattributed = any(_names(c, case.get("wrong") or []) for c in components)
-    return {"correct": names_answer(case, text) and not misattributed, "misattributed": misattributed}
 
 
 def lang_of(case: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ import logging
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -320,6 +321,49 @@ def _cmd_eval_rca(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_eval_k8s(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from deployments.k8s_eval import evaluate, format_table, load
+    from deployments.provenance import stamp
+
+    cfg = load_config(args.config)
+    cases_file = Path(args.cases)
+    try:
+        cases = load(
+            cases_file, Path(args.split) if args.split else None, args.half, args.ids.split(",") if args.ids else None
+        )
+    except (OSError, ValueError) as err:
+        print(f"raydiag: {err}", file=sys.stderr)
+        return 2
+    if args.scripted:
+        cfg = cfg.model_copy(deep=True)
+        cfg.llm.backend = "scripted"
+    diagnose, model = _eval_app(cfg, args.address, args.app)
+    provenance = stamp()  # the code the run starts with
+    started = time.time()
+    result = asyncio.run(evaluate(cases, cases_file, diagnose, args.concurrency))
+    half = "ids" if args.ids else args.half
+    entry = {
+        **provenance,
+        "model": model,
+        "cases_file": str(cases_file),
+        "split": args.split,
+        "half": half,
+        "wall_s": round(time.time() - started),
+        **result,
+    }
+    print(format_table(result))
+    if args.out:
+        out = Path(args.out)
+        whole = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+        whole.setdefault("runs", {})[f"{model}/{half}"] = entry
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(whole, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"wrote {out} (runs[{model}/{half}])")
+    return 0
+
+
 def _eval_app(cfg: Any, address: str | None, app: str) -> tuple[Any, str]:
     """The running app's ingress (``--address``), or the configured app started here for the evaluation."""
     import socket
@@ -425,6 +469,20 @@ def build_parser() -> argparse.ArgumentParser:
     rc.add_argument("--address", default=None, help="use the app on this running Ray cluster (e.g. auto)")
     rc.add_argument("--app", default="raydiag", help="the Serve application to use or start")
     rc.set_defaults(fn=_cmd_eval_rca)
+
+    k8 = ev.add_parser("k8s", help="recorded Kubernetes cases (HolmesGPT's fixture form) through the pipeline")
+    k8.add_argument(
+        "--cases", required=True, help="a JSON file of cases: {'cases': [{id, q, about, causes, wrong, tools}]}"
+    )
+    k8.add_argument("--split", default=None, help="a JSON file with the 'tune' and 'report' id lists")
+    k8.add_argument("--half", default="all", choices=["all", "tune", "report"])
+    k8.add_argument("--ids", default=None, help="comma-separated case ids (a quick look; not a figure)")
+    k8.add_argument("--out", default=None, help="merge the run into this JSON file (runs[model/half])")
+    k8.add_argument("--scripted", action="store_true", help="the scripted rules profile: no language model")
+    k8.add_argument("--concurrency", type=int, default=1, help="diagnoses in flight at once")
+    k8.add_argument("--address", default=None, help="use the app on this running Ray cluster (e.g. auto)")
+    k8.add_argument("--app", default="raydiag", help="the Serve application to use or start")
+    k8.set_defaults(fn=_cmd_eval_k8s)
 
     tel = sub.add_parser("telemetry", help="telemetry backends").add_subparsers(dest="telemetry_command", required=True)
     tc = tel.add_parser("check", help="what the configured backend sees: services, signals, time span, clock")

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from audit.settings import AuditSettings
+from cluster.settings import ClusterSettings
 from deployments.auth import parse_keys
 from harness.settings import HarnessSettings
 from rag.settings import SearchSettings
@@ -300,6 +301,10 @@ class AppConfig(_Section):
     telemetry: TelemetrySettings = Field(
         default_factory=TelemetrySettings, description="Where the telemetry tools read, and the run clock."
     )
+    kubernetes: ClusterSettings = Field(
+        default_factory=ClusterSettings,
+        description="The Kubernetes cluster the read-only kubectl tools look at (docs/kubernetes.md).",
+    )
 
 
 # Environment variable -> dotted path in the config tree.
@@ -377,6 +382,10 @@ def resolve_paths(cfg: AppConfig, base: Path | None = None) -> AppConfig:
     cfg.telemetry.log_roots = [_abs(p, base) for p in cfg.telemetry.log_roots]
     cfg.telemetry.metric_roots = [_abs(p, base) for p in cfg.telemetry.metric_roots]
     cfg.telemetry.nezha_days = [_abs(p, base) for p in cfg.telemetry.nezha_days]
+    if cfg.kubernetes.recordings:
+        cfg.kubernetes.recordings = _abs(cfg.kubernetes.recordings, base)
+    if cfg.kubernetes.kubeconfig:
+        cfg.kubernetes.kubeconfig = _abs(cfg.kubernetes.kubeconfig, base)
     return cfg
 
 

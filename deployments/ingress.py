@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from typing import Any
@@ -227,6 +228,7 @@ class Ingress:
                 if cfg.ingress.session_memory == "cluster"
                 else None
             ),
+            cluster=cfg.kubernetes if cfg.kubernetes.backend != "none" else None,
         )
         # Runs past their first event that may work at once; the others wait their turn (FIFO) with
         # their stream open, so a busy replica's event loop stays short and new streams start fast.
@@ -283,7 +285,11 @@ class Ingress:
         /api/chat caller can set a clock or a dataset. Returns the run's events and its audited totals."""
         run_options = RunOptions.model_validate(options)
         request = ChatRequest(Id=session_id, Question=question)
-        events = [{"event": e.event, **event_data(e)} async for e in self._run_chat(request, None, run_options)]
+        started = time.perf_counter()  # each event's time, so an evaluation can time the first finding
+        events = [
+            {"event": e.event, **event_data(e), "at_s": round(time.perf_counter() - started, 2)}
+            async for e in self._run_chat(request, None, run_options)
+        ]
         await self.sink.flush()
         run_id = next((e["run_id"] for e in events if e["event"] == "metadata"), None)
         totals: dict[str, Any] = {}

@@ -269,8 +269,13 @@ class VerifierEvaluation(_Strict):
 
 
 class Conclusion(_Strict):
+    """``written_by``: ``model`` when the text is the model's (as written, or as the system frames it);
+    ``template`` when the system composed it from the analyzers' leading candidate cause, because the
+    model's sentence did not name that cause and its component (DESIGN.md §8)."""
+
     text: str
     based_on_analysis_ids: list[str] = Field(default_factory=list)
+    written_by: Literal["model", "template"] = "model"
 
 
 AnalysisKind = Literal["finding", "guidance", "hypothesis"]
@@ -306,7 +311,7 @@ class Report(_Strict):
 
 
 class Reference(_Strict):
-    source_type: Literal["RAG", "LOGS", "METRICS", "SKILL", "TOOL"]
+    source_type: Literal["RAG", "LOGS", "METRICS", "SKILL", "TOOL", "K8S"]
     source: str
     scope: str
     tool_call_id: str | None = None

@@ -272,8 +272,15 @@ def build_catalog(
 
 
 def candidate_components(ledger: dict[str, LedgerEntry]) -> list[str]:
-    """Services the run's tools named, the anomaly ranking's order first."""
+    """Services the run's tools named, the anomaly ranking's order first, then the components the
+    cluster analyzers found something about, the weightiest first."""
     found: list[str] = []
+    weighed: dict[str, int] = {}
+    for entry in ledger.values():
+        for f in entry.result.output.get("findings") or [] if entry.result.status == "success" else []:
+            if isinstance(f, dict) and f.get("component"):
+                name = str(f["component"])
+                weighed[name] = max(weighed.get(name, -1), int(f.get("weight") or 0))
     for entry in ledger.values():
         if entry.tool_name == "rank_anomalies":
             found += [str(r.get("service")) for r in entry.result.output.get("ranking") or [] if r.get("service")]
@@ -283,4 +290,5 @@ def candidate_components(ledger: dict[str, LedgerEntry]) -> list[str]:
         service = entry.args.get("service") or entry.result.output.get("service")
         if isinstance(service, str) and service:
             found.append(service)
+    found += sorted(weighed, key=lambda name: -weighed[name])
     return list(dict.fromkeys(found))

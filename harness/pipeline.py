@@ -118,7 +118,7 @@ class DiagnosisPipeline:
         options = options or RunOptions()
         as_of = options.as_of if options.as_of is not None else self.clock()
         start = options.incident_start if options.incident_start is not None else incident_start(question, as_of)
-        return RunScope(as_of, start, options.telemetry, options.origin)
+        return RunScope(as_of, start, options.telemetry, options.origin, options.cluster)
 
     async def run(
         self, request: ChatRequest, tenant_id: str | None = None, options: RunOptions | None = None

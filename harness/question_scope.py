@@ -28,8 +28,9 @@ from dataclasses import dataclass
 
 from harness.tools.base import LedgerEntry
 
+# The tools whose evidence is about named components: telemetry, and the cluster (harness/tools/kubernetes.py).
 TELEMETRY_TOOLS = {"rank_anomalies", "query_metrics", "query_logs", "service_dependencies", "query_traces"}
-_KEY = re.compile(r"^(?:anomaly|metric|logtpl|trace|span):([^:]+):")
+_KEY = re.compile(r"^(?:anomaly|metric|logtpl|trace|span|k8s):([^:]+):")
 _EDGE = re.compile(r"^dep:(.+?)->(.+)$")
 _WORD = re.compile(r"[a-z][a-z0-9]+")
 _IDENT = re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")  # order-service, product-catalog, node-7
@@ -92,6 +93,7 @@ class QuestionScope:
 
     services: frozenset[str] | None
     absent: tuple[str, ...] = ()
+    cluster_asked: bool = False  # the cluster tools were called (and found nothing about what is absent)
 
     def covers(self, service: str) -> bool:
         return self.services is None or service in self.services
@@ -118,10 +120,21 @@ def service_of_key(key: str) -> str | None:
 
 def _telemetry(ledger: dict[str, LedgerEntry]) -> tuple[dict[str, set[str]], list[tuple[str, str]]]:
     """Each service the telemetry tools returned -> the words of its evidence; and the call edges."""
+    vocab, edges, _ = _evidence_about(ledger)
+    return vocab, edges
+
+
+def _evidence_about(
+    ledger: dict[str, LedgerEntry],
+) -> tuple[dict[str, set[str]], list[tuple[str, str]], dict[str, set[str]]]:
+    """``_telemetry``'s two, and each component the cluster tools found -> the namespaces it is in."""
     vocab: dict[str, set[str]] = {}
     edges: list[tuple[str, str]] = []
+    namespaces: dict[str, set[str]] = {}
     for entry in ledger.values():
-        if entry.tool_name not in TELEMETRY_TOOLS or entry.result.status not in ("success", "no_data"):
+        if entry.result.status not in ("success", "no_data"):
+            continue
+        if entry.tool_name not in TELEMETRY_TOOLS and not entry.result.output.get("findings"):
             continue
         output = entry.result.output
         for item in output.get("ranking") or []:
@@ -140,7 +153,9 @@ def _telemetry(ledger: dict[str, LedgerEntry]) -> tuple[dict[str, set[str]], lis
             service = service_of_key(key)
             if service:
                 vocab.setdefault(service, set()).update(signal_names(text) - _name_words(service))
-    return vocab, edges
+                if block.get("namespace"):
+                    namespaces.setdefault(service, set()).add(str(block["namespace"]))
+    return vocab, edges, namespaces
 
 
 def signal_names(text: str) -> set[str]:
@@ -234,13 +249,16 @@ _SECRETS = re.compile(
 
 def question_scope(question: str, ledger: dict[str, LedgerEntry], whole: bool = False) -> QuestionScope:
     question = _SECRETS.sub(" ", question)
-    vocab, edges = _telemetry(ledger)
+    vocab, edges, namespaces = _evidence_about(ledger)
     seen = tuple(sorted(vocab))
     if whole:
         return QuestionScope(None)
     text = _question_text(question)
     collapsed = _collapsed(text)
     named = [s for s in seen if len(_collapsed(s)) >= 3 and _collapsed(s) in collapsed]
+    # A cluster component in a namespace the question names ("the app in the minishop namespace").
+    asked = {w for w in re.findall(r"[a-z0-9][a-z0-9-]+", text.lower())}
+    named += [s for s in seen if s not in named and namespaces.get(s, set()) & asked - {"default"}]
     words = _words(text)
     distinctive = {w for w in words if len(w) >= 3 and w not in GENERIC and not w.isdigit()}
     held = set().union(*vocab.values()) if vocab else set()
@@ -261,18 +279,27 @@ def question_scope(question: str, ledger: dict[str, LedgerEntry], whole: bool = 
     absent = [a.strip("-.") for a in absent if len(a.strip("-.")) >= 2]
     absent = list({a.lower(): a for a in reversed(absent)}.values())[::-1]  # one spelling each, first kept
     absent = [a for a in absent if not any(a.lower() in b.lower() and a != b for b in absent)]
+    cluster = any(
+        e.result.output.get("findings") is not None or e.tool_name.startswith("kubectl_") for e in ledger.values()
+    )
     if named:
         services = _neighbours(named, edges)
-        return QuestionScope(frozenset(services), tuple(absent))
+        return QuestionScope(frozenset(services), tuple(absent), cluster)
     # A namespace match counts only when the question names no other component: "tidb-server … Lost
     # connection to MySQL server" is about TiDB, not about every service with a mysql_ metric.
     matched = {s for s, v in vocab.items() if v & distinctive} if not absent else set()
-    return QuestionScope(frozenset(matched), tuple(absent))
+    return QuestionScope(frozenset(matched), tuple(absent), cluster)
 
 
 NO_TELEMETRY = {
     "en": "No metrics or logs for {what} in the connected backends; the answer rests on runbook guidance only.",
     "zh": "已连接的监控与日志后端中没有 {what} 的指标或日志；以下回答仅依据运维手册的指导。",
+}
+NOTHING_IN_CLUSTER = {
+    "en": "The cluster tools found nothing about {what} (no such resource, or no call answered), and the connected "
+    "metrics and logs hold nothing about it; the answer rests on runbook guidance only.",
+    "zh": "集群工具没有找到 {what} 的任何信息（没有该资源，或调用没有返回结果），已连接的指标与日志中也没有；"
+    "以下回答仅依据运维手册的指导。",
 }
 NOTHING_NAMED = {
     "en": "The connected metrics and logs hold nothing about what the question asks; the answer rests on runbook "
@@ -287,5 +314,6 @@ def limitation(scope: QuestionScope, lang: str) -> str | None:
         return None
     lang = "zh" if lang == "zh" else "en"
     if scope.absent:
-        return NO_TELEMETRY[lang].format(what=", ".join(scope.absent[:3]))
+        template = NOTHING_IN_CLUSTER if scope.cluster_asked else NO_TELEMETRY
+        return template[lang].format(what=", ".join(scope.absent[:3]))
     return NOTHING_NAMED[lang]

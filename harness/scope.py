@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cluster.settings import ClusterSettings
 from telemetry.settings import TelemetrySettings
 
 
@@ -24,6 +25,10 @@ class RunOptions(BaseModel):
         default=None, description="When the incident began (epoch s); None: read from the question if it names a time."
     )
     telemetry: TelemetrySettings | None = Field(default=None, description="Telemetry to read instead of the service's.")
+    cluster: ClusterSettings | None = Field(
+        default=None,
+        description="The Kubernetes cluster to read instead of the service's (the evaluation's recordings).",
+    )
     origin: Literal["chat", "eval", "alert"] = "chat"
 
 
@@ -33,3 +38,4 @@ class RunScope:
     incident_start: float | None
     telemetry: TelemetrySettings | None
     origin: str = "chat"
+    cluster: ClusterSettings | None = None

@@ -7,6 +7,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from cluster.backend import ClusterBackend
+from cluster.factory import make_backend
+from cluster.settings import ClusterSettings
 from harness.history import HistoryStore
 from harness.model import ChatModel
 from harness.pipeline import DiagnosisPipeline
@@ -16,6 +19,7 @@ from harness.scope import RunScope
 from harness.settings import HarnessSettings
 from harness.tools.base import Tool
 from harness.tools.current_time import CurrentTimeTool
+from harness.tools.kubernetes import kubernetes_tools
 from harness.tools.lookup_knowledge import KnowledgeLookup, LookupKnowledgeTool
 from harness.tools.read_skill import ReadSkillTool, Skill, load_skills
 from harness.tools.telemetry import (
@@ -32,11 +36,20 @@ from telemetry.settings import TelemetrySettings
 
 
 def tool_factory(
-    telemetry: TelemetrySettings, skills: dict[str, Skill], lookup: KnowledgeLookup | None = None
+    telemetry: TelemetrySettings,
+    skills: dict[str, Skill],
+    lookup: KnowledgeLookup | None = None,
+    cluster: ClusterSettings | None = None,
 ) -> Callable[[RunScope], list[Tool]]:
-    """A factory of each run's tool set (the allow-list the executor sees), bound to the run's clock
-    and telemetry (the service's, or the one the run's internal options name)."""
+    """A factory of each run's tool set (the allow-list the executor sees), bound to the run's clock,
+    telemetry and Kubernetes cluster (the service's, or the ones the run's internal options name)."""
     backends = BackendCache()
+    service_cluster = make_backend(cluster) if cluster is not None else None
+
+    def cluster_of(scope: RunScope) -> tuple[ClusterBackend | None, int]:
+        if scope.cluster is not None:
+            return make_backend(scope.cluster), scope.cluster.max_output_chars
+        return service_cluster, cluster.max_output_chars if cluster is not None else 20000
 
     def tools(scope: RunScope) -> list[Tool]:
         settings = scope.telemetry or telemetry
@@ -61,6 +74,9 @@ def tool_factory(
             out.insert(4, QueryTracesTool(view))
         if lookup is not None:
             out.insert(0, LookupKnowledgeTool(lookup))
+        k8s, max_chars = cluster_of(scope)
+        if k8s is not None:
+            out += kubernetes_tools(k8s, max_chars)
         return out
 
     return tools
@@ -74,6 +90,13 @@ def bundled_telemetry(root: Path) -> TelemetrySettings:
 
 
 DEMO_CLOCK = "2026-11-30T10:15:00Z"
+
+
+def _sources(scope: RunScope, telemetry: TelemetrySettings, cluster: ClusterSettings | None) -> str:
+    """Where a run's evidence comes from, for the answer's limitations: the telemetry and the cluster."""
+    k8s = scope.cluster or cluster
+    parts = [(scope.telemetry or telemetry).describe(), k8s.describe() if k8s is not None else ""]
+    return "; ".join(p for p in parts if p)
 
 
 def service_clock(telemetry: TelemetrySettings) -> Callable[[], float]:
@@ -90,6 +113,7 @@ def build_pipeline(
     pipeline_cls: type[DiagnosisPipeline] = DiagnosisPipeline,
     embed: Embed | None = None,
     history: HistoryStore | None = None,
+    cluster: ClusterSettings | None = None,
 ) -> DiagnosisPipeline:
     """A pipeline with the shipped skills, the telemetry tools and, when given, lookup_knowledge and the
     embedder (the router's exemplar similarity)."""
@@ -98,10 +122,10 @@ def build_pipeline(
         sink,
         settings,
         model=model,
-        tools=tool_factory(telemetry, skills, lookup),
+        tools=tool_factory(telemetry, skills, lookup, cluster),
         skills=skills,
         clock=service_clock(telemetry),
         embed=embed,
         history=history,
-        telemetry_source=lambda scope: (scope.telemetry or telemetry).describe(),
+        telemetry_source=lambda scope: _sources(scope, telemetry, cluster),
     )

@@ -32,10 +32,18 @@ from harness.evidence_catalog import Span, build_catalog, telling
 from harness.instruction_guard import quotes_instructions
 from harness.playbook import about_the_question
 from harness.question_scope import QuestionScope, limitation, service_of_key
+from harness.stages.analyzed import (
+    analyzed_causes,
+    answering_finding,
+    composed_conclusion,
+    healthy_components,
+    names_cause,
+)
 from harness.stages.answer import guidance
 from harness.stages.support_check import ECHO, content_overlap, echoes, loops
 from harness.stages.verifier import evidence_gaps
 from harness.tools.base import EVIDENCE_TOOLS, LedgerEntry
+from harness.tools.kubernetes import KUBERNETES_TOOL_NAMES
 from rag.chunking import slug
 
 SOURCE_TYPES = {
@@ -45,6 +53,7 @@ SOURCE_TYPES = {
     "rank_anomalies": "METRICS",
     "service_dependencies": "TOOL",
     "read_skill": "SKILL",
+    **{name: "K8S" for name in KUBERNETES_TOOL_NAMES},
 }
 MAX_ROOT_CAUSES = 5
 ADDED_GUIDANCE = 2
@@ -111,6 +120,10 @@ MEASURED = {
 SUSPECTS = {
     "zh": "异常排序的前几位（工具测得，未经证实）：",
     "en": "The anomaly ranking's first suspects (measured by the tools, not confirmed):",
+}
+ANALYZED = {
+    "zh": "集群分析器发现的原因（工具测得，未经模型确认）：",
+    "en": "What the cluster analyzers found (measured by the tools, not confirmed by the model):",
 }
 LOOPED = {
     "en": "The model's draft repeated itself in a loop and was dropped; nothing else it wrote was supported.",
@@ -222,6 +235,14 @@ def root_causes(
         if scope is not None and not scope.covers(cause.component):
             continue
         model.append(cause.model_copy(update={"claim_ids": ids}))
+    analyzed = analyzed_causes(ledger, claims, scope)
+    # A component the analyzers looked at and found healthy is no root cause, whoever names it.
+    healthy = healthy_components(ledger)
+    model = [c for c in model if c.component not in healthy]
+    if analyzed:
+        # The analyzers' fact decides: the model's cause for the same component gives way to it.
+        others = [c for c in model if not any(a.component == c.component for a in analyzed)]
+        return (analyzed + others)[:MAX_ROOT_CAUSES]
     ranked = _ranked(claims, ledger, scope)
     if not ranked:
         return model[:MAX_ROOT_CAUSES]
@@ -445,6 +466,13 @@ def report(
         head = " ".join(h for h in (head, scattered) if h)
         likely = summary if usable else (hypotheses[0].hypothesis_text if hypotheses else "")
         summary = f"{head} {_unconfirmed(likely, claims, lang)}".strip()
+    written_by = "model"
+    lead = causes[0] if causes and causes[0].added_by == "analyzer" else None
+    answer = answering_finding(ledger, scope) if lead is None else None
+    if lead is not None and not names_cause(summary, lead):
+        summary, written_by = composed_conclusion(lead, lang), "template"
+    elif answer is not None and content_overlap(answer, summary) < RESTS_ON:
+        summary, written_by = answer, "template"
     used = sorted({e.tool_name for e in ledger.values() if e.result.status == "success"})
     scope_text = ("证据来源：" if lang == "zh" else "Evidence from: ") + (", ".join(used) or NONE[lang])
     if telemetry_source:
@@ -452,7 +480,7 @@ def report(
     missing = [m for m in evidence.missing_info if not withheld(m)]
     payload = DiagnosisReportPayload(
         report=Report(
-            conclusion=Conclusion(text=summary, based_on_analysis_ids=[a.id for a in analysis]),
+            conclusion=Conclusion(text=summary, based_on_analysis_ids=[a.id for a in analysis], written_by=written_by),
             analysis=analysis,
             action_plan=[],
             recommendations=[],
@@ -563,12 +591,15 @@ def fallback(
     # What the tools measured stays: their lines about the asked components, and the ranking's suspects
     # when the question is about the whole system.
     measured = measured_lines(ledger, scope)
-    suspects = _ranked([], ledger, scope)
+    suspects = analyzed_causes(ledger, [], scope) or _ranked([], ledger, scope)
     blocks = [head, block(c_title, confirmed), block(g_title, all_gaps), block(s_title, steps)]
     if measured:
         blocks.insert(1, block(MEASURED[lang], measured))
     if suspects:
-        blocks.append(block(SUSPECTS[lang], [f"{c.component} ({c.category})" for c in suspects]))
+        if suspects[0].added_by == "analyzer":
+            blocks.append(block(ANALYZED[lang], [f"{c.component}: {c.cause}" for c in suspects]))
+        else:
+            blocks.append(block(SUSPECTS[lang], [f"{c.component} ({c.category})" for c in suspects]))
     text = "\n".join(blocks)
     refs = _references(backed_claims(cited, verdict), ledger) if cited is not None and kind == "LOW_CONFIDENCE" else []
     payload = SafeFallbackPayload(

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.cluster_targets import read_cluster_question
 from harness.model import Message
 from harness.prompts import prompt
+from harness.question_scope import TECHNOLOGIES
 from harness.routing import ExemplarRouter, route_without_model
 from harness.stages.base import RunContext, call_model, extract_json
 
@@ -42,7 +44,21 @@ async def chat_answer(ctx: RunContext) -> str:
     return response.text.strip()
 
 
+def about_the_cluster(ctx: RunContext) -> bool:
+    """With a cluster connected, a question that asks it something (a count, a resource of a named kind, a
+    system it runs) is a diagnosis whatever its wording: "is rabbitmq healthy?" is no small talk."""
+    if "kubectl_describe" not in ctx.boundary.tools:
+        return False
+    asked = read_cluster_question(ctx.question)
+    return bool(asked.count_kind) or any(t.kind or t.name in TECHNOLOGIES for t in asked.targets)
+
+
 async def route(ctx: RunContext, exemplars: ExemplarRouter | None = None) -> RouteDecision:
+    if about_the_cluster(ctx):
+        ctx.recorder.timeline("ROUTING", "ROUTING_ATTEMPT", None, router="cluster", history_turns=len(ctx.history))
+        reason = "the question asks the connected cluster about a resource it names"
+        ctx.recorder.timeline("ROUTING", "ROUTING_DECISION", "DIAGNOSIS", intent="DIAGNOSIS", reason=reason)
+        return RouteDecision("DIAGNOSIS", reason, "")
     if ctx.settings.routing == "auto":
         decided = await route_without_model(ctx.question, exemplars)
         if decided is not None:

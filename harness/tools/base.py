@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from cluster.catalog import KUBECTL_TOOLS, RECORDED_ONLY_TOOLS
+
 ToolStatus = Literal["success", "error", "no_data"]
 
 
@@ -47,6 +49,8 @@ EVIDENCE_TOOLS = (
     "query_logs",
     "service_dependencies",
     "read_skill",
+    # The cluster's (cluster/catalog.py): their outputs are evidence as well.
+    *(t.name for t in KUBECTL_TOOLS + RECORDED_ONLY_TOOLS),
 )
 
 
