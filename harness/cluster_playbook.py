@@ -87,8 +87,8 @@ class _Investigation:
         """Describe a workload; its pods from its lineage, else by name."""
         if namespace is None:
             found = await self.find(kind, name)
-            if not found:
-                return []
+            if not found:  # no such workload found: its pods may still be (a bare name, a recording of pods)
+                return await self.find("pod", name)
             namespace = found[0][0]
         await self.call("kubectl_describe", {"kind": kind, "name": name, "namespace": namespace})
         lineage = await self.call("kubectl_lineage_children", {"kind": kind, "name": name, "namespace": namespace})

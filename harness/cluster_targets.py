@@ -43,6 +43,9 @@ _NAMESPACES = (
 _HYPHENATED = re.compile(r"(?<![\w/.-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w-])")
 _REFERENCE = re.compile(r"<<\s*(\{.*?\})\s*>>", re.S)
 _QUOTED = re.compile(r"'([^'\n]{3,60})'|\"([^\"\n]{3,60})\"")
+# "checkout 服务", "java-api-checker 任务": a name before the Chinese word for what it is.
+_ZH_KINDS = {"服务": None, "应用": None, "容器": "pod", "任务": "job", "作业": "job", "节点": "node"}
+_NAME_THEN_ZH = re.compile(rf"({_NAME})\s*({'|'.join(_ZH_KINDS)})", re.I)
 _COUNT = re.compile(rf"\bhow many\s+({_KIND_WORDS})\b", re.I)
 _LABEL = re.compile(r"\blabel\s+[`'\"]?([\w./-]+)=([\w.-]+)", re.I)
 # Words that stand beside "pod" or "job" in a sentence without being its name ("the pod is crash looping").
@@ -132,6 +135,10 @@ def read_cluster_question(question: str) -> ClusterQuestion:
         name = m.group(1).lower()
         if name not in NOT_NAMES and name != namespace and name not in KINDS:
             targets.append(Target(name, KINDS[m.group(2).lower()], namespace))
+    for m in _NAME_THEN_ZH.finditer(question):
+        name = m.group(1).lower()
+        if name not in NOT_NAMES and name != namespace and name not in KINDS:
+            targets.append(Target(name, _ZH_KINDS[m.group(2)], namespace))
     quoted = [a or b for a, b in _QUOTED.findall(question)]
     for name in _HYPHENATED.findall(question.lower()):
         parts = set(name.split("-"))

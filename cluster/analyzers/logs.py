@@ -112,7 +112,7 @@ def logs(pod: str, namespace: str, text: str, search: str = "") -> list[Finding]
     errors = [line.strip() for line in lines if _ERROR.search(line)]
     if errors and not [f for f in out if f.kind != "log_match" and f.severity == "problem"]:
         templates, ids = mine(errors)
-        for tpl in sorted(templates, key=lambda t: -t.size)[:MAX_TEMPLATES]:
+        for tpl in [t for t in sorted(templates, key=lambda t: -t.size) if t.size >= 2][:MAX_TEMPLATES]:
             example = errors[ids.index(tpl.id)]
             cause = f"its logs repeat an error ({tpl.size} of {len(lines)} lines): {tpl.text[:120]}"
             out.append(Finding(component, resource, "log_errors", "code", cause, example[:MAX_LINE], weight=3))

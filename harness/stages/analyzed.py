@@ -79,8 +79,14 @@ ANSWER_KINDS = ("count", "log_match", "log_no_match", "events")
 
 
 def answering_finding(ledger: dict[str, LedgerEntry], scope: QuestionScope | None) -> str | None:
-    """The line of the first finding that answers the question itself, if any."""
-    for kind in ANSWER_KINDS:
+    """The line of the first finding that answers the question itself, if any; else, when the analyzers
+    looked at the asked components and found them healthy, the line that says so (a healthy pod is an
+    answer)."""
+    healthy = healthy_components(ledger)
+    asked = [c for c in healthy if scope is None or scope.covers(c)]
+    troubled = [f for f, _ in _problems(ledger, scope)]
+    kinds = ANSWER_KINDS + (("healthy", "log_clean") if asked and not troubled else ())
+    for kind in kinds:
         for entry in ledger.values():
             if entry.result.status != "success":
                 continue

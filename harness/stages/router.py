@@ -8,6 +8,7 @@ answer is one short model call; the router model is asked only when they cannot 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from harness.cluster_targets import read_cluster_question
@@ -44,13 +45,18 @@ async def chat_answer(ctx: RunContext) -> str:
     return response.text.strip()
 
 
+_HEALTH = re.compile(r"\b(?:health\w*|status|wrong|issue|problem|down|failing|broken|errors?|crash\w*)\b", re.I)
+
+
 def about_the_cluster(ctx: RunContext) -> bool:
-    """With a cluster connected, a question that asks it something (a count, a resource of a named kind, a
-    system it runs) is a diagnosis whatever its wording: "is rabbitmq healthy?" is no small talk."""
+    """With a cluster connected, a question that asks it something (a count, a resource of a named kind, the
+    health of a system it runs) is a diagnosis whatever its wording: "is rabbitmq healthy?" is no small talk,
+    while "how do I install kafka?" stays for the other rules."""
     if "kubectl_describe" not in ctx.boundary.tools:
         return False
     asked = read_cluster_question(ctx.question)
-    return bool(asked.count_kind) or any(t.kind or t.name in TECHNOLOGIES for t in asked.targets)
+    health = bool(_HEALTH.search(ctx.question))
+    return bool(asked.count_kind) or any(t.kind or (health and t.name in TECHNOLOGIES) for t in asked.targets)
 
 
 async def route(ctx: RunContext, exemplars: ExemplarRouter | None = None) -> RouteDecision:
