@@ -792,8 +792,64 @@ def answer_ceilings(data: dict[str, Any]) -> str:
     return f"{table}\n\nMeasured by {sources}."
 
 
+# Issue 53's bars for the Kubernetes cases: the default model on the report half, and the scripted
+# profile (no language model) to show what the analyzers carry alone.
+K8S_TARGETS = {"correct_rate": 0.85, "misattributed_rate": 0.0, "ttr_p50_s": 30.0, "scripted_correct_rate": 0.7}
+
+
+def _k8s_halves(data: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
+    """(run key, half, that half's summary, the run) of every run over the development cases."""
+    out = []
+    for key, run in data["runs"].items():
+        if run.get("half") in ("ids", "demo"):
+            continue
+        for half in ("report", "tune"):
+            if half in (run.get("by_half") or {}):
+                out.append((key, half, run["by_half"][half], run))
+    default = data.get("default_model")
+    out.sort(key=lambda r: (r[3]["model"] != default, r[3]["model"], r[1] != "report"))
+    return out
+
+
+def k8s_eval(data: dict[str, Any]) -> str:
+    """Each run over HolmesGPT's recorded cases, per half: the default model first, report half first."""
+    rows = [
+        [
+            f"`{run['model']}`",
+            half,
+            str(s["cases"]),
+            _num(s["correct_rate"]),
+            _num(s["misattributed_rate"]),
+            _num(s["fallback_rate"]),
+            str(s["ttr_p50_s"]),
+            str(s["first_finding_p50_s"]),
+        ]
+        for _, half, s, run in _k8s_halves(data)
+    ]
+    header = ["model", "half", "cases", "correct", "misattributed", "fallbacks", "ttr p50 s", "first finding p50 s"]
+    runs = {key: run for key, _, _, run in _k8s_halves(data)}
+    sources = "; ".join(f"`{k}`: commit {r['commit']}, `{r['command']}`" for k, r in runs.items())
+    return f"{_table(header, rows)}\n\nMeasured by {sources}."
+
+
+def k8s_demo_answer(data: dict[str, Any]) -> str:
+    """The default model's answer to the first demo-cluster question, as the terminal shows it."""
+    from harness.render import render_content
+
+    run = data["runs"][f"{data.get('default_model')}/demo"]
+    case = run["cases"][0]
+    verdict = "correct" if case["correct"] else "not correct"
+    head = (
+        f"Question: {case['q']}\n\nAnswer of `{run['model']}` in {case['ttr_s']} s (scored {verdict} against its "
+        f"key in `benchmarks/data/k8s_demo_questions.json`), commit {run['commit']}:\n"
+    )
+    return head + "\n```\n" + render_content(case["content_type"], case["payload"]) + "\n```"
+
+
 BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "demo_answer": ("diagnosis_correctness.json", demo_answer),
+    "k8s_eval": ("k8s_eval.json", k8s_eval),
+    "k8s_demo_answer": ("k8s_eval.json", k8s_demo_answer),
     "diagnosis_correctness": ("diagnosis_correctness.json", diagnosis_correctness),
     "answer_ceilings": ("answer_ceilings.json", answer_ceilings),
     "audit": ("audit.json", audit),
@@ -851,6 +907,25 @@ def _trainticket_row(tt: dict[str, Any], target: dict[str, float]) -> list[str]:
     ]
 
 
+def _k8s_row(data: dict[str, Any]) -> list[str]:
+    """The Kubernetes cases' report half: the default model, and the scripted profile beside it."""
+    default = data["runs"][f"{data['default_model']}/all"]
+    s = default["by_half"]["report"]
+    scripted = data["runs"]["scripted/all"]["by_half"]["report"]
+    t = K8S_TARGETS
+    ok = s["correct_rate"] >= t["correct_rate"] and s["misattributed_rate"] <= t["misattributed_rate"]
+    return [
+        f"[Kubernetes cases](docs/kubernetes.md): `{default['model']}`, {s['cases']} of HolmesGPT's recorded "
+        "cases (report half), each replayed as the run's cluster; the scripted profile (no language model) beside it",
+        f"correct {_num(s['correct_rate'])} (scripted {_num(scripted['correct_rate'])}), misattributed "
+        f"{_num(s['misattributed_rate'])}, ttr p50 {s['ttr_p50_s']} s",
+        f"correct ≥ {t['correct_rate']}, misattributed 0 — {_met(ok)}; scripted ≥ {t['scripted_correct_rate']} — "
+        f"{_met(scripted['correct_rate'] >= t['scripted_correct_rate'])}; ttr p50 ≤ {t['ttr_p50_s']:.0f} s — "
+        f"{_met(s['ttr_p50_s'] <= t['ttr_p50_s'])}",
+        default["commit"],
+    ]
+
+
 def headline(files: dict[str, dict[str, Any]]) -> str:
     """The README's one table of results: one row per question a reader asks first, each figure from
     its results file, with its target and the commit that measured it."""
@@ -890,6 +965,7 @@ def headline(files: dict[str, dict[str, Any]]) -> str:
             rca["commit"],
         ],
         _trainticket_row(tt, tt_target),
+        _k8s_row(files["k8s_eval.json"]),
         [
             "[Retrieval](docs/retrieval.md), nDCG@10 of the default hybrid: "
             + ", ".join(label for label, _, _ in sets),
@@ -968,6 +1044,7 @@ SUMMARIES: dict[str, tuple[tuple[str, ...], Callable[[dict[str, dict[str, Any]]]
             "llm.json",
             "audit.json",
             "fuzz_routes.json",
+            "k8s_eval.json",
         ),
         headline,
     ),

@@ -324,7 +324,7 @@ def _cmd_eval_rca(args: argparse.Namespace) -> int:
 def _cmd_eval_k8s(args: argparse.Namespace) -> int:
     import asyncio
 
-    from deployments.k8s_eval import evaluate, format_table, load
+    from deployments.k8s_eval import by_half, evaluate, format_table, load
     from deployments.provenance import stamp
 
     cfg = load_config(args.config)
@@ -343,7 +343,9 @@ def _cmd_eval_k8s(args: argparse.Namespace) -> int:
     provenance = stamp()  # the code the run starts with
     started = time.time()
     result = asyncio.run(evaluate(cases, cases_file, diagnose, args.concurrency))
-    half = "ids" if args.ids else args.half
+    if args.split and args.half == "all" and not args.ids:
+        result["by_half"] = by_half(result["cases"], Path(args.split))
+    half = "ids" if args.ids else args.label or args.half
     entry = {
         **provenance,
         "model": model,
@@ -357,6 +359,7 @@ def _cmd_eval_k8s(args: argparse.Namespace) -> int:
     if args.out:
         out = Path(args.out)
         whole = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+        whole["default_model"] = load_config(args.config).llm.model  # what `make run` serves
         whole.setdefault("runs", {})[f"{model}/{half}"] = entry
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(whole, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -477,7 +480,8 @@ def build_parser() -> argparse.ArgumentParser:
     k8.add_argument("--split", default=None, help="a JSON file with the 'tune' and 'report' id lists")
     k8.add_argument("--half", default="all", choices=["all", "tune", "report"])
     k8.add_argument("--ids", default=None, help="comma-separated case ids (a quick look; not a figure)")
-    k8.add_argument("--out", default=None, help="merge the run into this JSON file (runs[model/half])")
+    k8.add_argument("--out", default=None, help="merge the run into this JSON file (runs[model/label])")
+    k8.add_argument("--label", default=None, help="the run's name in --out (default: the half)")
     k8.add_argument("--scripted", action="store_true", help="the scripted rules profile: no language model")
     k8.add_argument("--concurrency", type=int, default=1, help="diagnoses in flight at once")
     k8.add_argument("--address", default=None, help="use the app on this running Ray cluster (e.g. auto)")

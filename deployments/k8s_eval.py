@@ -124,6 +124,16 @@ async def evaluate(
     return {"summary": summarize(rows), "cases": rows}
 
 
+def by_half(rows: list[dict[str, Any]], split: Path) -> dict[str, Any]:
+    """``summarize`` of each half of a split, from one run over all cases."""
+    halves = json.loads(split.read_text(encoding="utf-8"))
+    return {
+        name: summarize([r for r in rows if r["id"] in set(halves[name])])
+        for name in ("tune", "report")
+        if name in halves
+    }
+
+
 def format_table(result: dict[str, Any]) -> str:
     s = result["summary"]
     lines = [

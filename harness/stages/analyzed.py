@@ -112,6 +112,11 @@ def healthy_components(ledger: dict[str, LedgerEntry]) -> set[str]:
     return {name for name, troubled in seen.items() if not troubled}
 
 
+def decided_by_the_cluster(ledger: dict[str, LedgerEntry], scope: QuestionScope | None) -> bool:
+    """The analyzers found a candidate cause or the answer itself: the model only narrates."""
+    return bool(_problems(ledger, scope)) or answering_finding(ledger, scope) is not None
+
+
 def names_cause(text: str, cause: RootCause) -> bool:
     """The text names the candidate's component and most of its cause."""
     return cause.component.lower() in text.lower() and content_overlap(cause.cause, text) >= NAMES_CAUSE

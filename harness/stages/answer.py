@@ -49,17 +49,20 @@ def _is_runbook(span: Span) -> bool:
     return span.tool_name == RUNBOOK_TOOL
 
 
-def answer_schema(spans: list[Span], components: list[str]) -> dict[str, Any]:
+def answer_schema(spans: list[Span], components: list[str], decided: bool = False) -> dict[str, Any]:
     """``spans``: the citable evidence of the services the question is about and the runbook sentences;
     ``components``: those services. Without measured evidence there is nothing to find and no component
-    to blame: the schema then has no findings and no root causes, only guidance, hypotheses and a summary."""
+    to blame: the schema then has no findings and no root causes, only guidance, hypotheses and a summary.
+    ``decided``: the cluster analyzers' findings already decide the answer (harness/stages/analyzed.py);
+    the model narrates in one finding and a summary, and writes no hypotheses (every token is seconds on
+    a CPU, and an unmeasured guess beside a measured cause helps nobody)."""
     measured = [s.alias for s in spans if not _is_runbook(s)]
     runbook = [s.alias for s in spans if _is_runbook(s)]
     properties: dict[str, Any] = {}
     if measured:
         properties["findings"] = {
             "type": "array",
-            "maxItems": MAX_CLAIMS,
+            "maxItems": 1 if decided else MAX_CLAIMS,
             "items": {
                 "type": "object",
                 "properties": {
@@ -106,6 +109,9 @@ def answer_schema(spans: list[Span], components: list[str]) -> dict[str, Any]:
             "maxItems": MAX_GUIDANCE,
             "items": {"type": "string", "enum": runbook},
         }
+    if decided:
+        properties["summary"] = {"type": "string", "minLength": 8, "maxLength": 200}
+        return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
     properties["hypotheses"] = {
         "type": "array",
         # Without findings, the likely causes are what the engineer asked for: name at least one, as such.

@@ -12,6 +12,7 @@ import json
 
 from pydantic import ValidationError
 
+from harness.cluster_targets import read_cluster_question
 from harness.contracts import PlannerPlan, RetryContext
 from harness.model import Message
 from harness.prompts import render
@@ -58,8 +59,29 @@ def skill_plan(skill: Skill, hits: list[str]) -> PlannerPlan:
     )
 
 
+def cluster_plan(ctx: RunContext) -> PlannerPlan | None:
+    """With a cluster connected and a question that names what to look at in it, the plan is the cluster
+    playbook's (harness/cluster_playbook.py): no model call chooses it."""
+    if "kubectl_describe" not in ctx.boundary.tools:
+        return None
+    asked = read_cluster_question(ctx.question)
+    names = [t.name for t in asked.targets] or [n for n in (asked.namespace,) if n]
+    if not names and not asked.count_kind:
+        return None
+    return PlannerPlan(
+        selected_skill=None,
+        selection_reason=f"the question names what to look at in the cluster: {', '.join(names) or 'a count'}",
+        plan=["find, describe and read the logs of what it names (cluster playbook)", "answer from the findings"],
+        reasoning="the cluster decides: planned without a model call",
+    )
+
+
 async def plan(ctx: RunContext, domains: str, skills: dict[str, Skill], retry: RetryContext | None) -> PlannerPlan:
     if ctx.settings.planning == "auto":
+        cluster = cluster_plan(ctx)
+        if cluster is not None:
+            ctx.recorder.timeline("PLANNING", "PLAN_DECISION", "CLUSTER", planner="rules", selected_skill=None)
+            return cluster
         matched = match_skill(ctx.question, skills)
         if matched is not None:
             result = skill_plan(*matched)

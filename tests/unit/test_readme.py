@@ -147,7 +147,7 @@ def test_every_results_file_is_rendered_and_stamped() -> None:
         data = json.loads((RESULTS / file).read_text(encoding="utf-8"))
         if file in ("diagnosis_quality.json", "llm.json"):
             entries = list(data["models"].values())
-        elif file == "diagnosis_correctness.json":
+        elif file in ("diagnosis_correctness.json", "k8s_eval.json"):
             entries = list(data["runs"].values())
         elif file in ("retrieval.json", "answer_ceilings.json"):
             entries = list(data.values())
