@@ -17,6 +17,7 @@ import uuid
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
+from harness.cluster_playbook import investigate_cluster
 from harness.contracts import (
     ChatAnswerPayload,
     ChatRequest,
@@ -202,6 +203,11 @@ class DiagnosisPipeline:
             return
 
         self._check_deadline(ctx)
+        if self.settings.playbook:
+            # The cluster first: an SRE looks at the pod before choosing a runbook; what it finds decides
+            # the plan (harness/stages/planner.py) and, where an analyzer names the cause, the answer.
+            async for found in investigate_cluster(ctx):
+                yield found
         yield StatusEvent(code="PLANNING", detail="planning the diagnosis")
         planner_plan = await plan(ctx, self.domains, self.skills, None)
         skill = self.skills.get(planner_plan.selected_skill or "")

@@ -18,7 +18,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.cluster_playbook import investigate_cluster
 from harness.contracts import ExecutorEvidence, ExecutorOutputParseStatus, PlannerPlan, RetryContext, StatusEvent
 from harness.evidence_catalog import Span, build_catalog, candidate_components
 from harness.model import Message, ModelResponse, ToolCall
@@ -165,10 +164,6 @@ async def execute(
     retry: RetryContext | None,
     playbook: list[tuple[str, dict[str, Any]]] | None = None,
 ) -> AsyncGenerator[StatusEvent | ExecutorOutcome, None]:
-    if ctx.settings.playbook and retry is None:
-        # The cluster first: an SRE looks at the pod before quoting a runbook.
-        async for event in investigate_cluster(ctx):
-            yield event
     if playbook and ctx.settings.playbook and retry is None:
         async for event in run_playbook(ctx, planner_plan.selected_skill or "skill", playbook):
             yield event

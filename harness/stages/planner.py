@@ -17,6 +17,7 @@ from harness.contracts import PlannerPlan, RetryContext
 from harness.model import Message
 from harness.prompts import render
 from harness.stages.base import RunContext, call_model, extract_json, history_messages
+from harness.tools.kubernetes import KUBERNETES_TOOL_NAMES
 from harness.tools.read_skill import Skill
 
 PLANNER_SCHEMA = {
@@ -60,18 +61,20 @@ def skill_plan(skill: Skill, hits: list[str]) -> PlannerPlan:
 
 
 def cluster_plan(ctx: RunContext) -> PlannerPlan | None:
-    """With a cluster connected and a question that names what to look at in it, the plan is the cluster
-    playbook's (harness/cluster_playbook.py): no model call chooses it."""
-    if "kubectl_describe" not in ctx.boundary.tools:
+    """When the cluster playbook (harness/cluster_playbook.py, run before planning) found what the question
+    names, the plan is to answer from it: no model call chooses it. Where the cluster answered nothing
+    (no such resource), planning goes on as without a cluster."""
+    found = any(
+        e.tool_name in KUBERNETES_TOOL_NAMES and e.result.status == "success" for e in ctx.boundary.ledger.values()
+    )
+    if not found:
         return None
     asked = read_cluster_question(ctx.question)
     names = [t.name for t in asked.targets] or [n for n in (asked.namespace,) if n]
-    if not names and not asked.count_kind:
-        return None
     return PlannerPlan(
         selected_skill=None,
         selection_reason=f"the question names what to look at in the cluster: {', '.join(names) or 'a count'}",
-        plan=["find, describe and read the logs of what it names (cluster playbook)", "answer from the findings"],
+        plan=["found, described and read the logs of what it names (cluster playbook)", "answer from the findings"],
         reasoning="the cluster decides: planned without a model call",
     )
 
