@@ -6,14 +6,18 @@ A problem finding of weight ``MIN_CAUSE_WEIGHT`` or more about a component the q
 candidate cause: its component, its category, its ``cause`` sentence (the analyzer's, composed from the
 output) and the released claims that cite it. The heaviest leads. Such a cause outranks the model's and
 the anomaly ranking's: it is the fact an engineer would read off ``kubectl describe``. Weights are per kind
-of finding (cluster/findings.py), never per case.
+of finding (cluster/findings.py), never per case. One symptom reads a finding as a cause: a question
+about CPU throttling makes a container's CPU limit its cause (the kernel throttles a container only at
+its CPU quota, which the limit sets).
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any
 
-from harness.contracts import ROOT_CAUSE_CATEGORIES, Claim, RootCause
+from harness.contracts import ROOT_CAUSE_CATEGORIES, Claim, EvidenceBinding, RootCause
 from harness.question_scope import QuestionScope
 from harness.stages.support_check import content_overlap
 from harness.tools.base import LedgerEntry
@@ -22,49 +26,106 @@ MIN_CAUSE_WEIGHT = 5
 MAX_ANALYZED = 2
 # The share of the cause's content words a model's conclusion must hold to count as naming it.
 NAMES_CAUSE = 0.5
+# The share of an answering finding's words a model's conclusion must hold to stand instead of it.
+STATES_ANSWER = 0.8
+_THROTTLING = re.compile(r"throttl|节流|限流", re.I)
+THROTTLING_WEIGHT = 6
+# Findings that answer what was asked rather than name a fault: a count, a searched term's matches, the
+# events asked for. The cluster playbook makes the calls that yield them only when the question asks.
+ANSWER_KINDS = ("count", "log_match", "log_no_match", "events")
 
 
-def _problems(ledger: dict[str, LedgerEntry], scope: QuestionScope | None) -> list[tuple[dict[str, Any], str]]:
-    """Each in-scope problem finding of the run with its evidence key, the heaviest first."""
-    found: list[tuple[dict[str, Any], str]] = []
+@dataclass(frozen=True)
+class Found:
+    """One finding of the run with the evidence block and the call that carry it."""
+
+    finding: dict[str, Any]
+    key: str
+    text: str
+    entry: LedgerEntry
+
+    @property
+    def weight(self) -> int:
+        return int(self.finding.get("weight") or 0)
+
+    def claim(self, claim_id: str) -> Claim:
+        """The finding's own line as a finding the system added, cited to its call."""
+        binding = EvidenceBinding(
+            source_type="tool_trace",
+            source_id=self.key,
+            tool_name=self.entry.tool_name,
+            source_invocation_ids=[self.entry.tool_call_id],
+            evidence_excerpt=self.text,
+        )
+        return Claim(
+            claim_id=claim_id,
+            claim_type="finding",
+            claim_text=self.text,
+            support_level="added",
+            evidence_bindings=[binding],
+        )
+
+
+def _found(ledger: dict[str, LedgerEntry], scope: QuestionScope | None) -> list[Found]:
+    """Every finding of the run about a component in scope that has an evidence block, in call order."""
+    out: list[Found] = []
     for entry in ledger.values():
         if entry.result.status != "success":
             continue
-        keys = [str(b.get("key")) for b in entry.result.output.get("evidence") or [] if isinstance(b, dict)]
+        blocks = [b for b in entry.result.output.get("evidence") or [] if isinstance(b, dict)]
         for f in entry.result.output.get("findings") or []:
-            if (
-                not isinstance(f, dict)
-                or f.get("severity") != "problem"
-                or int(f.get("weight") or 0) < MIN_CAUSE_WEIGHT
-            ):
-                continue
-            component = str(f.get("component") or "")
+            component = str(f.get("component") or "") if isinstance(f, dict) else ""
             if not component or (scope is not None and not scope.covers(component)):
                 continue
-            key = next((k for k in keys if k.startswith(f"k8s:{component}:{f.get('kind')}:")), "")
-            found.append((f, key))
-    found.sort(key=lambda pair: -int(pair[0].get("weight") or 0))  # stable: the call order among equals
-    return found
+            prefix = f"k8s:{component}:{f.get('kind')}:"
+            block = next((b for b in blocks if str(b.get("key", "")).startswith(prefix)), None)
+            if block is not None:
+                out.append(Found(f, str(block["key"]), str(block.get("text") or ""), entry))
+    return out
+
+
+def _throttled(found: Found) -> Found:
+    f = found.finding
+    cause = f"{f.get('cause')}: a container is CPU-throttled only at its CPU limit (its CFS quota)"
+    return Found(
+        {**f, "severity": "problem", "category": "cpu", "weight": THROTTLING_WEIGHT, "cause": cause},
+        found.key,
+        found.text,
+        found.entry,
+    )
+
+
+def _problems(ledger: dict[str, LedgerEntry], scope: QuestionScope | None, question: str = "") -> list[Found]:
+    """Each in-scope candidate cause, the heaviest first (the call order among equals)."""
+    found = _found(ledger, scope)
+    out = [x for x in found if x.finding.get("severity") == "problem" and x.weight >= MIN_CAUSE_WEIGHT]
+    if _THROTTLING.search(question):
+        out += [
+            _throttled(x)
+            for x in found
+            if x.finding.get("kind") == "limits" and "CPU limit" in str(x.finding.get("cause"))
+        ]
+    return sorted(out, key=lambda x: -x.weight)
 
 
 def analyzed_causes(
-    ledger: dict[str, LedgerEntry], claims: list[Claim], scope: QuestionScope | None
+    ledger: dict[str, LedgerEntry], claims: list[Claim], scope: QuestionScope | None, question: str = ""
 ) -> list[RootCause]:
     """The analyzers' candidate causes, one per component, resting on the released claims that cite them."""
     out: list[RootCause] = []
-    for finding, key in _problems(ledger, scope):
-        component = str(finding["component"])
+    for x in _problems(ledger, scope, question):
+        component = str(x.finding["component"])
         if any(c.component == component for c in out):
             continue
-        category = str(finding.get("category") or "unknown")
-        ids = [c.claim_id for c in claims if any(b.source_id == key for b in c.evidence_bindings)] if key else []
+        category = str(x.finding.get("category") or "unknown")
+        ids = [c.claim_id for c in claims if any(b.source_id == x.key for b in c.evidence_bindings)]
         out.append(
             RootCause(
                 component=component[:120],
                 category=category if category in ROOT_CAUSE_CATEGORIES else "unknown",
-                confidence="high" if int(finding.get("weight") or 0) >= 8 else "medium",
+                confidence="high" if x.weight >= 8 else "medium",
                 claim_ids=ids,
-                cause=str(finding.get("cause") or "")[:200],
+                cause=str(x.finding.get("cause") or "")[:200],
                 added_by="analyzer",
             )
         )
@@ -73,53 +134,57 @@ def analyzed_causes(
     return out
 
 
-# Findings that answer what was asked rather than name a fault: a count, a searched term's matches, the
-# events asked for. The cluster playbook makes the calls that yield them only when the question asks.
-ANSWER_KINDS = ("count", "log_match", "log_no_match", "events")
-
-
-def answering_finding(ledger: dict[str, LedgerEntry], scope: QuestionScope | None) -> str | None:
-    """The line of the first finding that answers the question itself, if any; else, when the analyzers
-    looked at the asked components and found them healthy, the line that says so (a healthy pod is an
-    answer)."""
-    healthy = healthy_components(ledger)
-    asked = [c for c in healthy if scope is None or scope.covers(c)]
-    troubled = [f for f, _ in _problems(ledger, scope)]
-    kinds = ANSWER_KINDS + (("healthy", "log_clean") if asked and not troubled else ())
-    for kind in kinds:
-        for entry in ledger.values():
-            if entry.result.status != "success":
-                continue
-            for f in entry.result.output.get("findings") or []:
-                component = str(f.get("component") or "") if isinstance(f, dict) else ""
-                if isinstance(f, dict) and f.get("kind") == kind and (scope is None or scope.covers(component)):
-                    return f"{f.get('resource')}: {f.get('cause')}"
-    return None
-
-
 def healthy_components(ledger: dict[str, LedgerEntry]) -> set[str]:
     """Components the cluster analyzers looked at and found nothing wrong with: no problem finding heavy
     enough to be a cause (a repeated error line in a healthy pod's log is not one)."""
     seen: dict[str, bool] = {}
-    for entry in ledger.values():
-        if entry.result.status != "success":
-            continue
-        for f in entry.result.output.get("findings") or []:
-            if isinstance(f, dict) and f.get("component"):
-                name = str(f["component"])
-                cause = f.get("severity") == "problem" and int(f.get("weight") or 0) >= MIN_CAUSE_WEIGHT
-                seen[name] = seen.get(name, False) or cause
+    for x in _found(ledger, None):
+        cause = x.finding.get("severity") == "problem" and x.weight >= MIN_CAUSE_WEIGHT
+        name = str(x.finding["component"])
+        seen[name] = seen.get(name, False) or cause
     return {name for name, troubled in seen.items() if not troubled}
 
 
-def decided_by_the_cluster(ledger: dict[str, LedgerEntry], scope: QuestionScope | None) -> bool:
+def _answering(ledger: dict[str, LedgerEntry], scope: QuestionScope | None, question: str = "") -> Found | None:
+    """The first finding that answers the question itself; else, when the analyzers looked at the asked
+    components and found them healthy, the one that says so (a healthy pod is an answer)."""
+    found = _found(ledger, scope)
+    healthy = not _problems(ledger, scope, question) and bool(
+        healthy_components(ledger) & {str(x.finding["component"]) for x in found}
+    )
+    for kind in ANSWER_KINDS + (("healthy", "log_clean") if healthy else ()):
+        hit = next((x for x in found if x.finding.get("kind") == kind), None)
+        if hit is not None:
+            return hit
+    return None
+
+
+def answering_finding(ledger: dict[str, LedgerEntry], scope: QuestionScope | None, question: str = "") -> str | None:
+    """The line of the answering finding, if any."""
+    hit = _answering(ledger, scope, question)
+    return f"{hit.finding.get('resource')}: {hit.finding.get('cause')}" if hit else None
+
+
+def decisive_claim(ledger: dict[str, LedgerEntry], scope: QuestionScope | None, question: str = "") -> Claim | None:
+    """The finding that decides the answer (the leading candidate cause, else the answering finding), as
+    a finding the system adds: the fact comes first, whatever the model wrote beside it."""
+    problems = _problems(ledger, scope, question)
+    hit = problems[0] if problems else _answering(ledger, scope, question)
+    return hit.claim("analyzer-1") if hit is not None else None
+
+
+def decided_by_the_cluster(ledger: dict[str, LedgerEntry], scope: QuestionScope | None, question: str = "") -> bool:
     """The analyzers found a candidate cause or the answer itself: the model only narrates."""
-    return bool(_problems(ledger, scope)) or answering_finding(ledger, scope) is not None
+    return decisive_claim(ledger, scope, question) is not None
 
 
 def names_cause(text: str, cause: RootCause) -> bool:
     """The text names the candidate's component and most of its cause."""
     return cause.component.lower() in text.lower() and content_overlap(cause.cause, text) >= NAMES_CAUSE
+
+
+def states_answer(text: str, answer: str) -> bool:
+    return content_overlap(answer, text) >= STATES_ANSWER
 
 
 def composed_conclusion(cause: RootCause, lang: str) -> str:

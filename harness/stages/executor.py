@@ -202,7 +202,7 @@ async def _grounded(
             yield event
     system = render("answer", ctx.lang, retry=retry_text(retry, ctx.lang))
     messages = [Message("system", system), Message("user", user)]
-    decided = ctx.scope is not None and decided_by_the_cluster(ctx.boundary.ledger, ctx.scope)
+    decided = ctx.scope is not None and decided_by_the_cluster(ctx.boundary.ledger, ctx.scope, ctx.question)
     step, response, ms = await _agent_call(
         ctx, messages, json_schema=answer_schema(spans, components, decided), budget="executor_answer"
     )

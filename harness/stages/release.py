@@ -36,8 +36,10 @@ from harness.stages.analyzed import (
     analyzed_causes,
     answering_finding,
     composed_conclusion,
+    decisive_claim,
     healthy_components,
     names_cause,
+    states_answer,
 )
 from harness.stages.answer import guidance
 from harness.stages.support_check import ECHO, content_overlap, echoes, loops
@@ -215,7 +217,11 @@ def supported_claims(evidence: ExecutorEvidence, verdict: VerifierOutput | None)
 
 
 def root_causes(
-    evidence: ExecutorEvidence, claims: list[Claim], ledger: dict[str, LedgerEntry], scope: QuestionScope | None = None
+    evidence: ExecutorEvidence,
+    claims: list[Claim],
+    ledger: dict[str, LedgerEntry],
+    scope: QuestionScope | None = None,
+    question: str = "",
 ) -> list[RootCause]:
     """The model's candidates that rest on released findings, and the anomaly ranking's services in its
     order, only services the question is about. The ranking counts when a released finding cites it or is
@@ -235,7 +241,7 @@ def root_causes(
         if scope is not None and not scope.covers(cause.component):
             continue
         model.append(cause.model_copy(update={"claim_ids": ids}))
-    analyzed = analyzed_causes(ledger, claims, scope)
+    analyzed = analyzed_causes(ledger, claims, scope, question)
     # A component the analyzers looked at and found healthy is no root cause, whoever names it.
     healthy = healthy_components(ledger)
     model = [c for c in model if c.component not in healthy]
@@ -432,7 +438,13 @@ def report(
         return fallback("INSUFFICIENT_EVIDENCE", lang, [], verdict, [gap], [], ledger, None, scope)
     findings = [c for c in claims if c.claim_type != "guidance"]
     dropped = len(findings) < len([c for c in evidence.claims if c.claim_type != "guidance"])
-    causes = root_causes(evidence, claims, ledger, scope)
+    decisive = decisive_claim(ledger, scope, question)
+    if decisive is not None and not any(
+        b.source_id == decisive.evidence_bindings[0].source_id for c in findings for b in c.evidence_bindings
+    ):
+        # The analyzers' fact comes first, as the tool's line, whatever the model wrote beside it.
+        claims, findings = [decisive, *claims], [decisive, *findings]
+    causes = root_causes(evidence, claims, ledger, scope, question)
     # The model drew no finding, yet the tools measured the asked components: their lines are shown as
     # measured (tool output, marked added), never "the telemetry shows nothing" (a Chinese question about
     # the demo's payment-service was told so beside a new 'Slow query … (lock wait)' log template).
@@ -468,10 +480,10 @@ def report(
         summary = f"{head} {_unconfirmed(likely, claims, lang)}".strip()
     written_by = "model"
     lead = causes[0] if causes and causes[0].added_by == "analyzer" else None
-    answer = answering_finding(ledger, scope) if lead is None else None
+    answer = answering_finding(ledger, scope, question) if lead is None else None
     if lead is not None and not names_cause(summary, lead):
         summary, written_by = composed_conclusion(lead, lang), "template"
-    elif answer is not None and content_overlap(answer, summary) < RESTS_ON:
+    elif answer is not None and not states_answer(summary, answer):
         summary, written_by = answer, "template"
     used = sorted({e.tool_name for e in ledger.values() if e.result.status == "success"})
     scope_text = ("证据来源：" if lang == "zh" else "Evidence from: ") + (", ".join(used) or NONE[lang])

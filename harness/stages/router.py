@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from cluster.findings import workload_of_pod
 from harness.cluster_targets import read_cluster_question
 from harness.model import Message
 from harness.prompts import prompt
@@ -48,15 +49,26 @@ async def chat_answer(ctx: RunContext) -> str:
 _HEALTH = re.compile(r"\b(?:health\w*|status|wrong|issue|problem|down|failing|broken|errors?|crash\w*)\b", re.I)
 
 
+_LOGS = re.compile(r"\blogs?\b|日志", re.I)
+
+
+def generated(name: str) -> bool:
+    """A pod's generated name (``catalogue-f7687cb4-zsngc``): only a cluster has it."""
+    return workload_of_pod(name) != name
+
+
 def about_the_cluster(ctx: RunContext) -> bool:
-    """With a cluster connected, a question that asks it something (a count, a resource of a named kind, the
-    health of a system it runs) is a diagnosis whatever its wording: "is rabbitmq healthy?" is no small talk,
-    while "how do I install kafka?" stays for the other rules."""
+    """With a cluster connected, a question that asks it something (a count, a resource of a named kind, what
+    is wrong with something it names, the logs of a pod) is a diagnosis whatever its wording: "is rabbitmq
+    healthy?" is no small talk, while "how do I install kafka?" stays for the other rules."""
     if "kubectl_describe" not in ctx.boundary.tools:
         return False
     asked = read_cluster_question(ctx.question)
     health = bool(_HEALTH.search(ctx.question))
-    return bool(asked.count_kind) or any(t.kind or (health and t.name in TECHNOLOGIES) for t in asked.targets)
+    logs = bool(_LOGS.search(ctx.question))
+    return bool(asked.count_kind) or any(
+        t.kind or health or (logs and generated(t.name)) or (t.name in TECHNOLOGIES and health) for t in asked.targets
+    )
 
 
 async def route(ctx: RunContext, exemplars: ExemplarRouter | None = None) -> RouteDecision:
