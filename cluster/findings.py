@@ -17,9 +17,12 @@ Severity = Literal["problem", "info", "ok"]
 TEXT_CHARS = 320
 FACT_CHARS = 200
 
-# A pod's generated suffixes: the pod's own five characters, then a ReplicaSet's template hash.
-_POD_SUFFIX = re.compile(r"-[a-z0-9]{5}$")
-_TEMPLATE_HASH = re.compile(r"-(?=[a-z0-9]*\d)[a-z0-9]{6,10}$")
+# A pod's generated suffixes, in the alphabet Kubernetes generates names from (no vowels, no 0, 1, 3):
+# the pod's own five characters, then a ReplicaSet's template hash (with a digit). "redis-cache" and
+# "my-nginx" are names, not generated.
+_SAFE = "[bcdfghjklmnpqrstvwxz2456789]"
+_POD_SUFFIX = re.compile(rf"-{_SAFE}{{5}}$")
+_TEMPLATE_HASH = re.compile(rf"-(?={_SAFE}*\d){_SAFE}{{6,10}}$")
 
 
 def workload_of_pod(pod: str) -> str:

@@ -2,15 +2,17 @@
 
 Every call becomes one argument vector whose verb is one of ``get``, ``describe``, ``logs``, ``top`` and
 ``events``; ``readonly_argv`` refuses anything else before a process starts, and refuses any call that
-would print a Secret's data (``-o yaml``/``-o json`` of secrets). Names, kinds and namespaces must look
-like Kubernetes names, so no argument can smuggle a flag. Outputs are redacted (cluster/redact.py) and
-cut to ``max_output_chars``. The RBAC this needs is a read-only ClusterRole (deployments/k8s/).
+would print a Secret's data (``-o yaml``/``-o json`` of secrets, however the kind is spelled). Names,
+kinds and namespaces must look like Kubernetes names, so no argument can smuggle a flag. Logs are read
+from their end and capped; child processes get only the environment they need; outputs are redacted
+(cluster/redact.py). The RBAC this needs is a read-only ClusterRole (deployments/k8s/).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import shutil
 from typing import Any
@@ -26,6 +28,13 @@ _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9.\-]{0,62}$")
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9.\-]{0,251}[a-z0-9])?$")
 _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 OWNED_KINDS = "deployments,replicasets,statefulsets,daemonsets,jobs,cronjobs,pods"
+LOG_TAIL_LINES = 5000  # a log is read from its end, and never more than this many lines or bytes
+LOG_LIMIT_BYTES = 4_000_000
+# What kubectl needs of the environment (its kubeconfig, or the pod's service account); nothing else of
+# the service's environment (API keys) reaches a child process, and jq gets only PATH.
+KUBECTL_ENV = ("PATH", "HOME", "KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "LANG")
+# jq can read the environment and files: an expression that could is refused.
+_JQ_UNSAFE = re.compile(r"\$ENV|\benv\b|\binput|\bimport\b|\binclude\b|\$__loc__|\bgetpath\b|^\s*-")
 
 
 class Refused(ValueError):
@@ -37,6 +46,11 @@ def _kind(value: Any) -> str:
     if not _KIND.match(kind):
         raise Refused(f"not a resource kind: {kind!r}")
     return kind.lower()
+
+
+def is_secret(kind: str) -> bool:
+    """``secret``, ``secrets``, ``Secret.v1``, ``secrets.v1.``: a kind is its name before the first dot."""
+    return kind.lower().split(".", 1)[0] in SECRET_KINDS
 
 
 def _name(value: Any, what: str = "name") -> str:
@@ -70,7 +84,7 @@ def readonly_argv(tool: str, params: dict[str, Any]) -> list[str]:
         return ["get", _kind(params.get("kind")), "-A", "-o", "wide", "--show-labels"]
     if tool == "kubectl_get_yaml":
         kind = _kind(params.get("kind"))
-        if kind in SECRET_KINDS:
+        if is_secret(kind):
             raise Refused("a Secret's manifest holds its values: describe it instead (names and sizes only)")
         return ["get", kind, _name(params.get("name")), *_ns(params), "-o", "yaml"]
     if tool == "kubectl_events":
@@ -79,6 +93,9 @@ def readonly_argv(tool: str, params: dict[str, Any]) -> list[str]:
     if tool in ("kubectl_logs", "kubectl_previous_logs", "kubectl_logs_all_containers",
                 "kubectl_previous_logs_all_containers", "fetch_pod_logs"):  # fmt: skip
         argv = ["logs", _name(params.get("pod_name"), "pod name"), *_ns(params)]
+        argv += [f"--tail={LOG_TAIL_LINES}", f"--limit-bytes={LOG_LIMIT_BYTES}"]
+        if tool == "fetch_pod_logs" and params.get("end_time"):
+            argv.append("--timestamps")  # to drop the lines after end_time
         if "all_containers" in tool:
             argv.append("--all-containers")
         if "previous" in tool:
@@ -99,8 +116,10 @@ def readonly_argv(tool: str, params: dict[str, Any]) -> list[str]:
         return ["top", "nodes"]
     if tool == "kubernetes_count":
         kind = _kind(params.get("kind"))
-        if kind in SECRET_KINDS:
+        if is_secret(kind):
             raise Refused("counting Secrets would read their data")
+        if _JQ_UNSAFE.search(str(params.get("jq_expr") or "")):
+            raise Refused("the jq expression may read the environment or files")
         return ["get", kind, "-A", "-o", "json"]
     if tool == "kubectl_memory_requests_namespace":
         columns = (
@@ -115,8 +134,9 @@ def check_readonly(argv: list[str]) -> None:
     """The last line of defence: whatever built ``argv``, only a read verb runs and no Secret data prints."""
     if not argv or argv[0] not in READ_VERBS:
         raise Refused(f"kubectl {argv[:1]} is not a read verb")
-    kinds = {k for a in argv[1:2] for k in a.lower().split(",")}
-    if argv[0] == "get" and kinds & SECRET_KINDS and {"yaml", "json"} & {a.lower() for a in argv}:
+    kinds = [k for a in argv[1:2] for k in a.split(",")]
+    printed = {a.lower().removeprefix("-o").removeprefix("=").removeprefix("--output=") for a in argv}
+    if argv[0] == "get" and any(is_secret(k) for k in kinds) and printed & {"yaml", "json"}:
         raise Refused("a Secret's data is never read")
 
 
@@ -140,8 +160,10 @@ class KubectlCluster:
     ) -> tuple[int, str, str]:
         exe = binary or self.settings.kubectl
         full = [exe, *argv] if binary else [exe, *self._connection(), *argv]
+        names = ("PATH",) if binary else KUBECTL_ENV
         proc = await asyncio.create_subprocess_exec(
             *full,
+            env={k: os.environ[k] for k in names if k in os.environ},
             stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -176,11 +198,16 @@ class KubectlCluster:
         if tool == "kubectl_find_resource":
             keyword = str(params.get("keyword") or "")
             lines = out.splitlines()
-            return "\n".join(lines[:1] + [line for line in lines[1:] if keyword and keyword in line])
+            found = [line for line in lines[1:] if keyword and keyword in line]
+            return "\n".join(lines[:1] + found) if found else ""  # a header alone found nothing
         if tool == "fetch_pod_logs":
             lines = out.splitlines()
+            end = str(params.get("end_time") or "")
+            if end:  # each line starts with its RFC 3339 timestamp (--timestamps); same-zone strings sort
+                lines = [line.split(" ", 1)[-1] for line in lines if line.split(" ", 1)[0] <= end]
             if params.get("filter"):
-                lines = [line for line in lines if str(params["filter"]) in line]
+                wanted = str(params["filter"]).lower()  # as the analyzers search: case aside
+                lines = [line for line in lines if wanted in line.lower()]
             limit = int(params["limit"]) if str(params.get("limit") or "").isdigit() else 0
             return "\n".join(lines[-limit:] if limit else lines)
         if tool in ("kubectl_lineage_children", "kubectl_lineage_parents"):

@@ -12,6 +12,7 @@ capped. The analyzers' findings ride on each call's output.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -30,6 +31,8 @@ WORKLOADS = ("deployment", "job", "statefulset", "daemonset", "cronjob")
 CRASHED = {"oom_killed", "crash_loop", "exit_error"}
 _CLAIM = re.compile(r"^\s+ClaimName:\s+(\S+)", re.M)
 _LINEAGE_POD = re.compile(r"\bPod/([a-z0-9][a-z0-9.-]*)", re.I)
+_EVENTS = re.compile(r"\bevents?\b|事件", re.I)
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class _Investigation:
@@ -80,7 +83,7 @@ class _Investigation:
                 await self.call(
                     "kubectl_describe", {"kind": "persistentvolumeclaim", "name": claim, "namespace": namespace}
                 )
-        if "event" in self.ctx.question.lower():
+        if _EVENTS.search(self.ctx.question):
             await self.call("kubectl_events", {"resource_type": "pod", "pod_name": name, "namespace": namespace})
 
     async def workload(self, kind: str, namespace: str | None, name: str) -> list[tuple[str, str]]:
@@ -147,9 +150,12 @@ class _Investigation:
             await self.pod(row.namespace, row.name)
 
     async def count(self, kind: str, namespace: str | None) -> None:
-        conditions = [f'.metadata.namespace == "{namespace}"'] if namespace else []
+        conditions = [f".metadata.namespace == {json.dumps(namespace)}"] if namespace else []
         if self.q.label:
-            conditions.append(f'.metadata.labels.{self.q.label[0]} == "{self.q.label[1]}"')
+            key, value = self.q.label
+            # A key jq reads as a path (env) or, with dots, slashes or dashes (app.kubernetes.io/name), quoted.
+            path = f".metadata.labels.{key}" if _IDENT.match(key) else f".metadata.labels[{json.dumps(key)}]"
+            conditions.append(f"{path} == {json.dumps(value)}")
         selector = f"select({' and '.join(conditions)}) | " if conditions else ""
         await self.call("kubernetes_count", {"kind": kind, "jq_expr": f".items[] | {selector}.metadata.name"})
 

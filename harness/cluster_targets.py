@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from cluster.findings import workload_of_pod
 from harness.question_scope import GENERIC, PHRASE_WORDS, TECHNOLOGIES
@@ -34,7 +35,9 @@ KINDS = {
 _NAME = r"[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?"
 _KIND_WORDS = "|".join(sorted(KINDS, key=len, reverse=True))
 _KIND_THEN_NAME = re.compile(rf"\b({_KIND_WORDS})\s+[`'\"]?({_NAME})[`'\"]?", re.I)
-_NAME_THEN_KIND = re.compile(rf"[`'\"]?\b({_NAME})[`'\"]?\s+({_KIND_WORDS})\b", re.I)
+# A name is matched from its start only (a lookbehind), or a long run of name characters is tried at
+# every position of it: quadratic on an 8,000-character question.
+_NAME_THEN_KIND = re.compile(rf"(?<![a-z0-9.-])({_NAME})[`'\"]?\s+({_KIND_WORDS})\b", re.I)
 _NAMESPACES = (
     re.compile(rf"\bnamespace\s+[`'\"]?({_NAME})", re.I),
     re.compile(rf"\b({_NAME})\s+namespace\b", re.I),
@@ -45,7 +48,7 @@ _REFERENCE = re.compile(r"<<\s*(\{.*?\})\s*>>", re.S)
 _QUOTED = re.compile(r"'([^'\n]{3,60})'|\"([^\"\n]{3,60})\"")
 # "checkout 服务", "java-api-checker 任务": a name before the Chinese word for what it is.
 _ZH_KINDS = {"服务": None, "应用": None, "容器": "pod", "任务": "job", "作业": "job", "节点": "node"}
-_NAME_THEN_ZH = re.compile(rf"({_NAME})\s*({'|'.join(_ZH_KINDS)})", re.I)
+_NAME_THEN_ZH = re.compile(rf"(?<![a-z0-9.-])({_NAME})\s*({'|'.join(_ZH_KINDS)})", re.I)
 _COUNT = re.compile(rf"\bhow many\s+({_KIND_WORDS})\b", re.I)
 _LABEL = re.compile(r"\blabel\s+[`'\"]?([\w./-]+)=([\w.-]+)", re.I)
 # Words that stand beside "pod" or "job" in a sentence without being its name ("the pod is crash looping").
@@ -60,6 +63,7 @@ ENGLISH = set(
 )
 NOT_NAMES = GENERIC | PHRASE_WORDS | ENGLISH
 MAX_TARGETS = 3
+QUESTION_CHARS = 2000  # what names a resource is in a question's first lines, not in a pasted log
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,10 @@ def _from_object(obj: dict[str, object]) -> Target | None:
     return Target(name, kind, namespace)
 
 
+@lru_cache(maxsize=256)
 def read_cluster_question(question: str) -> ClusterQuestion:
+    """Read once per question text (the router, the playbook and the planner each ask)."""
+    question = question[:QUESTION_CHARS]
     targets: list[Target] = []
     for m in _REFERENCE.finditer(question):
         try:
@@ -127,18 +134,15 @@ def read_cluster_question(question: str) -> ClusterQuestion:
     namespaces = [n for n in namespaces if n.lower() not in NOT_NAMES]
     namespace = namespaces[0] if namespaces else None
     question = prose
-    for m in _KIND_THEN_NAME.finditer(question):
-        name = m.group(2).lower()
+    readings: list[tuple[str, str | None]] = [
+        (m.group(2), KINDS[m.group(1).lower()]) for m in _KIND_THEN_NAME.finditer(question)
+    ]
+    readings += [(m.group(1), KINDS[m.group(2).lower()]) for m in _NAME_THEN_KIND.finditer(question)]
+    readings += [(m.group(1), _ZH_KINDS[m.group(2)]) for m in _NAME_THEN_ZH.finditer(question)]
+    for raw, kind in readings:
+        name = raw.lower()
         if name not in NOT_NAMES and name != namespace and name not in KINDS:
-            targets.append(Target(name, KINDS[m.group(1).lower()], namespace))
-    for m in _NAME_THEN_KIND.finditer(question):
-        name = m.group(1).lower()
-        if name not in NOT_NAMES and name != namespace and name not in KINDS:
-            targets.append(Target(name, KINDS[m.group(2).lower()], namespace))
-    for m in _NAME_THEN_ZH.finditer(question):
-        name = m.group(1).lower()
-        if name not in NOT_NAMES and name != namespace and name not in KINDS:
-            targets.append(Target(name, _ZH_KINDS[m.group(2)], namespace))
+            targets.append(Target(name, kind, namespace))
     quoted = [a or b for a, b in _QUOTED.findall(question)]
     for name in _HYPHENATED.findall(question.lower()):
         parts = set(name.split("-"))

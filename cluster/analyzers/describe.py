@@ -9,6 +9,13 @@ from dataclasses import dataclass, field
 from cluster.analyzers.events import Event, event_rows, reading
 from cluster.findings import Finding, workload_of_owner, workload_of_pod
 
+SINGULAR = {
+    "deployments": "deployment",
+    "deploy": "deployment",
+    "statefulsets": "statefulset",
+    "daemonsets": "daemonset",
+    "replicasets": "replicaset",
+}
 _FIELD = re.compile(r"^([A-Z][\w .-]*?):\s*(.*)$")
 
 
@@ -89,6 +96,11 @@ class Container:
     ready: str = ""
     restarts: int = 0
     limits: dict[str, str] = field(default_factory=dict)
+    # The output's own lines of each block (State, Last State, Limits), whitespace folded: the facts quoted.
+    lines: dict[str, list[str]] = field(default_factory=dict)
+
+    def quoted(self, *blocks: str) -> str:
+        return " | ".join(line for b in blocks for line in self.lines.get(b, []))
 
 
 def _containers(lines: list[str]) -> list[Container]:
@@ -116,6 +128,7 @@ def _containers(lines: list[str]) -> list[Container]:
         if f:
             key, value = f.group(1), f.group(2).strip()
             block = key
+            current.lines.setdefault(block, []).append(" ".join(line.split()))
             if key == "Image":
                 current.image = value
             elif key == "State":
@@ -128,6 +141,7 @@ def _containers(lines: list[str]) -> list[Container]:
                 current.restarts = int(value)
         elif sub:
             key, value = sub.group(1), sub.group(2).strip()
+            current.lines.setdefault(block, []).append(" ".join(line.split()))
             if block == "State":
                 if key == "Reason":
                     current.state_reason = value
@@ -147,10 +161,6 @@ def _claims(lines: list[str]) -> tuple[str, ...]:
     return tuple(m.group(1) for line in lines if (m := re.match(r"^\s+ClaimName:\s+(\S+)", line)))
 
 
-def _limit_text(c: Container) -> str:
-    return ", ".join(f"{k} {v}" for k, v in c.limits.items())
-
-
 def pod(name: str, ns: str, lines: list[str], fields: dict[str, str]) -> list[Finding]:
     owner = fields.get("Controlled By", "")
     component = workload_of_owner(owner) if owner else workload_of_pod(name)
@@ -163,35 +173,34 @@ def pod(name: str, ns: str, lines: list[str], fields: dict[str, str]) -> list[Fi
         if "OOMKilled" in (c.last_reason, c.state_reason):
             last = c.last_reason == "OOMKilled"
             code = c.last_exit_code if last else c.exit_code
-            fact = f"{'Last State' if last else 'State'}: Terminated, Reason: OOMKilled, Exit Code: {code or '137'}"
+            fact = c.quoted("Last State" if last else "State")
             limit = f" of {memory}" if memory else ""
-            cause = f"container {c.name} was OOMKilled (exit code {code or '137'}): it exceeded its memory limit{limit}"
+            exit_code = f" (exit code {code})" if code else ""
+            cause = f"container {c.name} was OOMKilled{exit_code}: it exceeded its memory limit{limit}"
             out.append(Finding(component, resource, "oom_killed", "memory", cause, fact, weight=10))
         elif c.state_reason in ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"):
             failed = next((e.message for e in events if e.reason == "Failed" and "pull" in e.message.lower()), "")
-            fact = failed or f"State: Waiting, Reason: {c.state_reason}"
             cause = f"container {c.name} cannot pull its image {c.image} ({c.state_reason})"
-            out.append(Finding(component, resource, "image_pull", "config", cause, fact, weight=10))
+            out.append(
+                Finding(component, resource, "image_pull", "config", cause, failed or c.quoted("State"), weight=10)
+            )
         elif c.state_reason in ("CreateContainerConfigError", "CreateContainerError"):
             failed = next(
                 (e.message for e in events if e.reason == "Failed" and e.message != f"Error: {c.state_reason}"), ""
             )
             cause = f"container {c.name} cannot start ({c.state_reason})" + (f": {failed}" if failed else "")
             out.append(
-                Finding(component, resource, "config_missing", "config", cause, failed or c.state_reason, weight=10)
+                Finding(component, resource, "config_missing", "config", cause, failed or c.quoted("State"), weight=10)
             )
         elif c.state_reason == "CrashLoopBackOff":
-            code = c.last_exit_code or "?"
-            previous = f"Last State: {c.last_state}, Reason: {c.last_reason or '?'}, Exit Code: {code}"
-            fact = f"State: Waiting, Reason: CrashLoopBackOff; {previous}"
-            cause = (
-                f"container {c.name} keeps crashing (CrashLoopBackOff, {c.restarts} restarts, last exit code {code})"
+            code = f", last exit code {c.last_exit_code}" if c.last_exit_code else ""
+            cause = f"container {c.name} keeps crashing (CrashLoopBackOff, {c.restarts} restarts{code})"
+            out.append(
+                Finding(component, resource, "crash_loop", "code", cause, c.quoted("State", "Last State"), weight=5)
             )
-            out.append(Finding(component, resource, "crash_loop", "code", cause, fact, weight=5))
         elif c.state.startswith("Terminated") and c.state_reason not in ("Completed",) and c.exit_code not in ("", "0"):
-            fact = f"State: Terminated, Reason: {c.state_reason}, Exit Code: {c.exit_code}"
             cause = f"container {c.name} exited with code {c.exit_code} ({c.state_reason})"
-            out.append(Finding(component, resource, "exit_error", "code", cause, fact, weight=5))
+            out.append(Finding(component, resource, "exit_error", "code", cause, c.quoted("State"), weight=5))
         if c.limits:
             cause = f"container {c.name} has a " + " and a ".join(
                 f"{k.upper() if k == 'cpu' else k} limit of {v}" for k, v in c.limits.items()
@@ -203,7 +212,7 @@ def pod(name: str, ns: str, lines: list[str], fields: dict[str, str]) -> list[Fi
                     "limits",
                     "cpu" if "cpu" in c.limits else "memory",
                     cause,
-                    f"Limits: {_limit_text(c)}",
+                    c.quoted("Limits"),
                     "info",
                     1,
                 )
@@ -319,7 +328,7 @@ def node(name: str, lines: list[str]) -> list[Finding]:
 
 def rollout(kind: str, name: str, ns: str, lines: list[str], fields: dict[str, str]) -> list[Finding]:
     out = []
-    resource = _resource(kind.rstrip("s"), ns, name)
+    resource = _resource(SINGULAR.get(kind, kind), ns, name)
     replicas = fields.get("Replicas", "")
     m = re.search(r"(\d+) unavailable", replicas)
     if m and int(m.group(1)) > 0:

@@ -19,7 +19,8 @@ def count(kind: str, jq_expr: str, text: str) -> list[Finding]:
     n = int(m.group(1))
     ns = _NAMESPACE.search(jq_expr)
     where = f"namespace {ns.group(1)}" if ns else "the cluster"
-    noun = kind.lower().rstrip("s") + ("s" if n != 1 else "")
+    singular = kind.lower()[:-1] if kind.lower().endswith("s") and not kind.lower().endswith("ss") else kind.lower()
+    noun = singular if n == 1 else singular + ("es" if singular.endswith(("s", "x")) else "s")
     cause = f"{n} {noun} match in {where} (kubectl get {kind} -A -o json | jq '{jq_expr}')"
     return [
         Finding(

@@ -30,6 +30,7 @@ class Row:
     name: str
     status: str = ""
     restarts: str = ""
+    line: str = ""  # the row as printed, whitespace folded
 
 
 def _split(line: str) -> list[str]:
@@ -52,12 +53,14 @@ def rows(text: str, kind: str = "", namespace: str = "") -> list[Row]:
         if header:
             cols = {h: cells[i] for i, h in enumerate(header) if i < len(cells)}
             ns = cols.get("NAMESPACE", namespace)
-            out.append(Row(ns, cols.get("NAME", ""), cols.get("STATUS", ""), cols.get("RESTARTS", "")))
+            out.append(
+                Row(ns, cols.get("NAME", ""), cols.get("STATUS", ""), cols.get("RESTARTS", ""), " ".join(line.split()))
+            )
         elif len(cells) >= 2:
             pods = kind.lower() in ("pod", "pods", "po")
             status = cells[3] if pods and len(cells) > 3 else ""
             restarts = cells[4] if pods and len(cells) > 4 else ""
-            out.append(Row(cells[0], cells[1], status, restarts))
+            out.append(Row(cells[0], cells[1], status, restarts, " ".join(line.split())))
     return [r for r in out if r.name]
 
 

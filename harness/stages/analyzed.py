@@ -6,9 +6,10 @@ A problem finding of weight ``MIN_CAUSE_WEIGHT`` or more about a component the q
 candidate cause: its component, its category, its ``cause`` sentence (the analyzer's, composed from the
 output) and the released claims that cite it. The heaviest leads. Such a cause outranks the model's and
 the anomaly ranking's: it is the fact an engineer would read off ``kubectl describe``. Weights are per kind
-of finding (cluster/findings.py), never per case. One symptom reads a finding as a cause: a question
-about CPU throttling makes a container's CPU limit its cause (the kernel throttles a container only at
-its CPU quota, which the limit sets).
+of finding (cluster/findings.py), never per case. One reported symptom reads a finding as a cause: CPU
+throttling the question reports (an alert such as CPUThrottlingHigh) makes the container's measured CPU
+limit its cause, at medium confidence (the kernel throttles a container only at the CPU quota its limit
+sets; the throttling itself is what the asker reported, not what a tool measured).
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def _found(ledger: dict[str, LedgerEntry], scope: QuestionScope | None) -> list[
 
 def _throttled(found: Found) -> Found:
     f = found.finding
-    cause = f"{f.get('cause')}: a container is CPU-throttled only at its CPU limit (its CFS quota)"
+    cause = f"{f.get('cause')}: the CPU throttling the question reports comes from that limit (its CFS quota)"
     return Found(
         {**f, "severity": "problem", "category": "cpu", "weight": THROTTLING_WEIGHT, "cause": cause},
         found.key,
@@ -135,28 +136,47 @@ def analyzed_causes(
 
 
 def healthy_components(ledger: dict[str, LedgerEntry]) -> set[str]:
-    """Components the cluster analyzers looked at and found nothing wrong with: no problem finding heavy
-    enough to be a cause (a repeated error line in a healthy pod's log is not one)."""
-    seen: dict[str, bool] = {}
+    """Components the cluster analyzers looked at and found healthy: a finding that says so (a Running,
+    ready pod; a clean log) and no problem finding at all (a failed job, a CrashLoopBackOff row or a
+    repeated error line is trouble even where it names no cause)."""
+    ok: set[str] = set()
+    troubled: set[str] = set()
     for x in _found(ledger, None):
-        cause = x.finding.get("severity") == "problem" and x.weight >= MIN_CAUSE_WEIGHT
         name = str(x.finding["component"])
-        seen[name] = seen.get(name, False) or cause
-    return {name for name, troubled in seen.items() if not troubled}
+        if x.finding.get("severity") == "problem":
+            troubled.add(name)
+        elif x.finding.get("severity") == "ok":
+            ok.add(name)
+    return ok - troubled
+
+
+def rests_on_trouble(cause: RootCause, claims: list[Claim], ledger: dict[str, LedgerEntry]) -> bool:
+    """A root cause about a component the cluster analyzers looked at rests on a finding of trouble
+    there (a problem finding the claims under it cite); one that rests only on a limit, an event list or
+    a healthy pod's line names a healthy component. Components the cluster never saw are not judged here."""
+    found = [x for x in _found(ledger, None) if x.finding["component"] == cause.component]
+    if not found:
+        return True
+    trouble = {x.key for x in found if x.finding.get("severity") == "problem"}
+    cited = {b.source_id for c in claims if c.claim_id in cause.claim_ids for b in c.evidence_bindings}
+    return bool(trouble & cited)
 
 
 def _answering(ledger: dict[str, LedgerEntry], scope: QuestionScope | None, question: str = "") -> Found | None:
-    """The first finding that answers the question itself; else, when the analyzers looked at the asked
-    components and found them healthy, the one that says so (a healthy pod is an answer)."""
+    """The first finding that answers the question itself; else, when the analyzers found nothing wrong
+    with the asked components, the finding that says one of them is healthy (a healthy pod is an answer)."""
     found = _found(ledger, scope)
-    healthy = not _problems(ledger, scope, question) and bool(
-        healthy_components(ledger) & {str(x.finding["component"]) for x in found}
-    )
-    for kind in ANSWER_KINDS + (("healthy", "log_clean") if healthy else ()):
+    for kind in ANSWER_KINDS:
         hit = next((x for x in found if x.finding.get("kind") == kind), None)
         if hit is not None:
             return hit
-    return None
+    if _problems(ledger, scope, question) or any(x.finding.get("severity") == "problem" for x in found):
+        return None
+    healthy = healthy_components(ledger)
+    return next(
+        (x for x in found if x.finding.get("kind") in ("healthy", "log_clean") and x.finding["component"] in healthy),
+        None,
+    )
 
 
 def answering_finding(ledger: dict[str, LedgerEntry], scope: QuestionScope | None, question: str = "") -> str | None:

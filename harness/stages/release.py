@@ -37,8 +37,8 @@ from harness.stages.analyzed import (
     answering_finding,
     composed_conclusion,
     decisive_claim,
-    healthy_components,
     names_cause,
+    rests_on_trouble,
     states_answer,
 )
 from harness.stages.answer import guidance
@@ -242,9 +242,8 @@ def root_causes(
             continue
         model.append(cause.model_copy(update={"claim_ids": ids}))
     analyzed = analyzed_causes(ledger, claims, scope, question)
-    # A component the analyzers looked at and found healthy is no root cause, whoever names it.
-    healthy = healthy_components(ledger)
-    model = [c for c in model if c.component not in healthy]
+    # A component the analyzers looked at is a root cause only on a finding of trouble there.
+    model = [c for c in model if rests_on_trouble(c, claims, ledger)]
     if analyzed:
         # The analyzers' fact decides: the model's cause for the same component gives way to it.
         others = [c for c in model if not any(a.component == c.component for a in analyzed)]

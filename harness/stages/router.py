@@ -15,7 +15,6 @@ from cluster.findings import workload_of_pod
 from harness.cluster_targets import read_cluster_question
 from harness.model import Message
 from harness.prompts import prompt
-from harness.question_scope import TECHNOLOGIES
 from harness.routing import ExemplarRouter, route_without_model
 from harness.stages.base import RunContext, call_model, extract_json
 
@@ -57,6 +56,11 @@ def generated(name: str) -> bool:
     return workload_of_pod(name) != name
 
 
+def resource_like(name: str) -> bool:
+    """A name as resources are named (``java-api-checker``, ``web-1``), not a word ("the job scheduler")."""
+    return "-" in name or any(c.isdigit() for c in name)
+
+
 def about_the_cluster(ctx: RunContext) -> bool:
     """With a cluster connected, a question that asks it something (a count, a resource of a named kind, what
     is wrong with something it names, the logs of a pod) is a diagnosis whatever its wording: "is rabbitmq
@@ -67,7 +71,7 @@ def about_the_cluster(ctx: RunContext) -> bool:
     health = bool(_HEALTH.search(ctx.question))
     logs = bool(_LOGS.search(ctx.question))
     return bool(asked.count_kind) or any(
-        t.kind or health or (logs and generated(t.name)) or (t.name in TECHNOLOGIES and health) for t in asked.targets
+        (t.kind and resource_like(t.name)) or health or (logs and generated(t.name)) for t in asked.targets
     )
 
 

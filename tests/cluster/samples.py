@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (kubectl prints these lines as wide as they are)
 """Small outputs in kubectl's own formats (written for these tests, not copied from a fixture)."""
 
-OOM_POD = """Name:             api-6f7d8c9b5d-abcde
+OOM_POD = """Name:             api-6f7d8c9b5d-x7k2q
 Namespace:        web
 Status:           Running
 Controlled By:    ReplicaSet/api-6f7d8c9b5d
@@ -26,7 +26,7 @@ Conditions:
 Events:
   Type     Reason   Age                From     Message
   ----     ------   ----               ----     -------
-  Warning  BackOff  1m (x9 over 5m)    kubelet  Back-off restarting failed container api in pod api-6f7d8c9b5d-abcde_web(1)
+  Warning  BackOff  1m (x9 over 5m)    kubelet  Back-off restarting failed container api in pod api-6f7d8c9b5d-x7k2q_web(1)
 """
 
 IMAGE_POD = """Name:             web-7c8d9e0f1a-zzzzz
@@ -91,5 +91,5 @@ Type:              ClusterIP
 Endpoints:         <none>
 """
 
-FIND_PODS = """web         api-6f7d8c9b5d-abcde     0/1     CrashLoopBackOff   4 (1m ago)   6m    10.0.0.5   node-1   <none>   <none>   app=api
-web         api-6f7d8c9b5d-fghij     1/1     Running            0            6m    10.0.0.6   node-2   <none>   <none>   app=api"""
+FIND_PODS = """web         api-6f7d8c9b5d-x7k2q     0/1     CrashLoopBackOff   4 (1m ago)   6m    10.0.0.5   node-1   <none>   <none>   app=api
+web         api-6f7d8c9b5d-m4n8p     1/1     Running            0            6m    10.0.0.6   node-2   <none>   <none>   app=api"""

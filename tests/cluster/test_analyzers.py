@@ -15,8 +15,8 @@ def test_oom_killed_names_the_exit_code_and_the_limit() -> None:
     f = _top("kubectl_describe", {"kind": "pod"}, samples.OOM_POD)
     assert (f.component, f.kind, f.category, f.severity) == ("api", "oom_killed", "memory", "problem")
     assert f.cause == "container api was OOMKilled (exit code 137): it exceeded its memory limit of 128Mi"
-    assert f.fact == "Last State: Terminated, Reason: OOMKilled, Exit Code: 137"
-    assert f.resource == "pod web/api-6f7d8c9b5d-abcde"
+    assert f.fact == "Last State: Terminated | Reason: OOMKilled | Exit Code: 137"
+    assert f.resource == "pod web/api-6f7d8c9b5d-x7k2q"
 
 
 def test_image_pull_quotes_the_registrys_message() -> None:
@@ -54,7 +54,7 @@ def test_the_describe_kind_is_read_from_the_output_when_the_call_did_not_say() -
 
 def test_logs_name_the_host_that_does_not_resolve() -> None:
     text = "\n".join(["GET / 500", "socket.gaierror: Name or service not known host='ledger-db'"] * 3)
-    f = _top("fetch_pod_logs", {"pod_name": "api-6f7d8c9b5d-abcde", "namespace": "web"}, text)
+    f = _top("fetch_pod_logs", {"pod_name": "api-6f7d8c9b5d-x7k2q", "namespace": "web"}, text)
     assert (f.kind, f.category, f.component) == ("dns_failure", "network", "api")
     assert "ledger-db" in f.cause
 
@@ -75,7 +75,7 @@ def test_a_clean_log_says_so_and_a_searched_term_is_counted() -> None:
 
 def test_a_get_table_without_its_header_marks_the_pods_in_trouble() -> None:
     [f] = analyze("kubectl_find_resource", {"kind": "pod", "keyword": "api"}, samples.FIND_PODS)
-    assert (f.resource, f.kind) == ("pod web/api-6f7d8c9b5d-abcde", "crash_loop")
+    assert (f.resource, f.kind) == ("pod web/api-6f7d8c9b5d-x7k2q", "crash_loop")
 
 
 def test_workload_names() -> None:
@@ -84,3 +84,8 @@ def test_workload_names() -> None:
     assert workload_of_pod("client") == "client"
     assert workload_of_owner("ReplicaSet/analytics-exporter-fast-76897854c") == "analytics-exporter-fast"
     assert workload_of_owner("Job/nightly-report") == "nightly-report"
+
+
+def test_names_that_only_look_generated_stay_names() -> None:
+    assert workload_of_pod("redis-cache") == "redis-cache"
+    assert workload_of_pod("my-nginx") == "my-nginx"

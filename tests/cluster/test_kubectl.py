@@ -128,3 +128,40 @@ def test_lineage_walks_owner_references(tmp_path: Path) -> None:
         cluster.call("kubectl_lineage_children", {"kind": "deployment", "name": "api", "namespace": "web"})
     )
     assert reply.text == "deployment/api\n  replicaset/api-6f7d\n    pod/api-6f7d-abcde"
+
+
+@pytest.mark.parametrize("kind", ["Secret.v1", "secrets.v1.", "SECRETS"])
+def test_a_secret_spelled_any_way_is_refused(kind: str) -> None:
+    with pytest.raises(Refused):
+        readonly_argv("kubectl_get_yaml", {"kind": kind, "name": "db", "namespace": "web"})
+
+
+@pytest.mark.parametrize("expr", ["$ENV.RAYDIAG_LLM_API_KEY", "env | keys", "input", '-n "x"', 'import "a" as a; .'])
+def test_a_jq_expression_that_reads_the_environment_or_files_is_refused(expr: str) -> None:
+    with pytest.raises(Refused):
+        readonly_argv("kubernetes_count", {"kind": "pod", "jq_expr": expr})
+
+
+def test_kubectl_gets_no_secret_of_the_services_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAYDIAG_LLM_API_KEY", "sk-should-not-leak")
+    script = tmp_path / "kubectl"
+    script.write_text(
+        "#!/usr/bin/env python3\nimport os, sys\nsys.stdout.write(os.environ.get('RAYDIAG_LLM_API_KEY', 'absent'))\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    reply = asyncio.run(
+        KubectlCluster(ClusterSettings(backend="live", kubectl=str(script))).call("kubectl_top_nodes", {})
+    )
+    assert reply.text == "absent"
+
+
+def test_a_keyword_search_that_finds_no_row_found_nothing(tmp_path: Path) -> None:
+    table = "NAMESPACE   NAME    READY\nweb   cart-1   1/1"
+    cluster = KubectlCluster(ClusterSettings(backend="live", kubectl=str(_fake_kubectl(tmp_path, table))))
+    reply = asyncio.run(cluster.call("kubectl_find_resource", {"kind": "pod", "keyword": "api"}))
+    assert (reply.status, reply.text) == ("no_data", "")
+
+
+def test_logs_are_read_from_their_end_and_capped() -> None:
+    argv = readonly_argv("fetch_pod_logs", {"pod_name": "api-1", "namespace": "web", "limit": "50"})
+    assert argv == ["logs", "api-1", "-n", "web", "--tail=5000", "--limit-bytes=4000000"]

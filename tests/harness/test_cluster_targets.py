@@ -7,10 +7,10 @@ from harness.cluster_targets import Target, read_cluster_question
 
 def test_an_alert_subject_names_the_pod_even_when_raised_for_its_deployment() -> None:
     q = read_cluster_question(
-        'Investigate this alert. Title: Pod is crash looping.\nSubject: {"name": "api-6f7d8c9b5d-abcde", '
+        'Investigate this alert. Title: Pod is crash looping.\nSubject: {"name": "api-6f7d8c9b5d-x7k2q", '
         '"subject_type": "deployment", "namespace": "web", "node": "n-1"}'
     )
-    assert q.targets == (Target("api-6f7d8c9b5d-abcde", "pod", "web"),)
+    assert q.targets == (Target("api-6f7d8c9b5d-x7k2q", "pod", "web"),)
     assert q.search is None  # the subject's quoted keys are no search term
 
 
