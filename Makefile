@@ -9,7 +9,7 @@ CONFIG  ?= configs/serve.local.yaml
 EXTRAS  ?= dev,cpu   # a GPU node: make install EXTRAS=gpu
 PYTEST_ARGS ?=
 
-.PHONY: install install-bge browser prometheus screenshots readme-tables run test test-fast lint typecheck fmt bench bench-rca mariadb clean
+.PHONY: install install-bge browser prometheus screenshots readme-tables run run-k8s-demo test test-fast lint typecheck fmt bench bench-rca mariadb clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -46,6 +46,10 @@ run: install
 	$(BIN)/raydiag --config $(CONFIG) models pull
 	$(BIN)/raydiag --config $(CONFIG) ingest knowledge/runbooks
 	$(BIN)/raydiag --config $(CONFIG) serve
+
+# The same service with the recorded demo Kubernetes cluster (knowledge/cluster/demo.json, docs/kubernetes.md).
+run-k8s-demo:
+	RAYDIAG_KUBERNETES_BACKEND=recorded RAYDIAG_KUBERNETES_RECORDINGS=knowledge/cluster/demo.json $(MAKE) run
 
 # Browser tests drive Debian's Chromium through Playwright (its own browser builds cannot be
 # downloaded here); CJK fonts so Chinese renders in screenshots.

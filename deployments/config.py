@@ -315,6 +315,8 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "RAYDIAG_HOST": ("server", "host"),
     "RAYDIAG_RAY_ADDRESS": ("ray", "address"),
     "RAYDIAG_OTLP_ENDPOINT": ("tracing", "otlp_endpoint"),
+    "RAYDIAG_KUBERNETES_BACKEND": ("kubernetes", "backend"),
+    "RAYDIAG_KUBERNETES_RECORDINGS": ("kubernetes", "recordings"),
 }
 
 
