@@ -438,10 +438,10 @@ def report(
     findings = [c for c in claims if c.claim_type != "guidance"]
     dropped = len(findings) < len([c for c in evidence.claims if c.claim_type != "guidance"])
     decisive = decisive_claim(ledger, scope, question)
-    if decisive is not None and not any(
-        b.source_id == decisive.evidence_bindings[0].source_id for c in findings for b in c.evidence_bindings
-    ):
-        # The analyzers' fact comes first, as the tool's line, whatever the model wrote beside it.
+    if decisive is not None and not any(c.claim_text == decisive.claim_text for c in findings):
+        # The analyzers' fact comes first, as the tool's line, whatever the model wrote beside it (a model
+        # finding that cites the line without stating it, "the pod is Running and healthy" beside a name
+        # that does not resolve, does not stand for it).
         claims, findings = [decisive, *claims], [decisive, *findings]
     causes = root_causes(evidence, claims, ledger, scope, question)
     # The model drew no finding, yet the tools measured the asked components: their lines are shown as
