@@ -21,7 +21,7 @@ def count(kind: str, jq_expr: str, text: str) -> list[Finding]:
     where = f"namespace {ns.group(1)}" if ns else "the cluster"
     singular = kind.lower()[:-1] if kind.lower().endswith("s") and not kind.lower().endswith("ss") else kind.lower()
     noun = singular if n == 1 else singular + ("es" if singular.endswith(("s", "x")) else "s")
-    cause = f"{n} {noun} match in {where} (kubectl get {kind} -A -o json | jq '{jq_expr}')"
+    cause = f"{n} {noun} match in {where}"  # the jq expression is the call's own argument, in the trace
     return [
         Finding(
             ns.group(1) if ns else kind, f"{kind} in {where}", "count", "unknown", cause, m.group(0).strip(), "info", 2

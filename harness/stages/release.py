@@ -426,7 +426,11 @@ def report(
     unseen = limitation(scope, lang) if scope is not None else None
     if unseen:  # the evidence list's own sentence about missing telemetry, copied back, is no hypothesis
         hypotheses = [h for h in hypotheses if content_overlap(h.hypothesis_text, unseen) < ECHO]
-    claims += _added_guidance(ledger, claims)
+    if decisive_claim(ledger, scope, question) is None:
+        # Where the cluster's fact decides the answer, the system adds no runbook's lines beside it: the
+        # first runbook of the question's lookup was another failure's as often as not (an image pull
+        # answered beside a connection pool's "look for slow queries").
+        claims += _added_guidance(ledger, claims)
     if not claims:
         # Say why: the instruction guard withheld what was supported, the model looped, or nothing was
         # supported at all.
