@@ -806,8 +806,10 @@ def _k8s_halves(data: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], di
         for half in ("report", "tune"):
             if half in (run.get("by_half") or {}):
                 out.append((key, half, run["by_half"][half], run))
+        if not run.get("by_half"):  # one half on its own (the run without a cluster: the before)
+            out.append((key, str(run["half"]), run["summary"], run))
     default = data.get("default_model")
-    out.sort(key=lambda r: (r[3]["model"] != default, r[3]["model"], r[1] != "report"))
+    out.sort(key=lambda r: (r[3]["model"] != default, r[3]["model"], not r[1].startswith("report"), r[1]))
     return out
 
 
