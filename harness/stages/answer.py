@@ -62,6 +62,9 @@ def answer_schema(spans: list[Span], components: list[str], decided: bool = Fals
     if measured:
         properties["findings"] = {
             "type": "array",
+            # Decided: exactly one finding, the model's sentence about the deciding fact (a draft with none
+            # fails the evidence guard, and the user would get "no reliable conclusion" beside the fact).
+            "minItems": 1 if decided else 0,
             "maxItems": 1 if decided else MAX_CLAIMS,
             "items": {
                 "type": "object",
