@@ -24,7 +24,7 @@ from harness.model import Message, ModelResponse, ToolCall
 from harness.playbook import about_the_question, run_playbook
 from harness.prompts import render
 from harness.question_scope import limitation, question_scope
-from harness.stages.analyzed import decided_by_the_cluster
+from harness.stages.analyzed import decided_by_the_cluster, decisive_claim
 from harness.stages.answer import (
     RUNBOOK_TOOL,
     AnswerError,
@@ -215,6 +215,12 @@ async def _grounded(
         status = ExecutorOutputParseStatus(status="malformed" if response.text.strip() else "missing", detail=detail)
         yield ExecutorOutcome(response.text, None, status)
         return
+    if decided and not any(c.claim_type == "finding" for c in evidence.claims):
+        # The model's one finding did not survive (it cited only what it copied from a runbook): the
+        # deciding fact stands as the tool's own line, marked added, so the draft is not "no evidence".
+        fact = decisive_claim(ctx.boundary.ledger, ctx.scope, ctx.question)
+        if fact is not None:
+            evidence = evidence.model_copy(update={"claims": [fact, *evidence.claims]})
     status = ExecutorOutputParseStatus(status="valid", detail="grounded answer; bindings copied from cited spans")
     yield ExecutorOutcome(raw_answer(data), evidence, status)
 

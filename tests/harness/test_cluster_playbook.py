@@ -96,3 +96,24 @@ async def test_a_resource_the_cluster_does_not_have_is_said_plainly() -> None:
     text = content["payload"].get("text") or content["payload"]["report"]["conclusion"]["text"]
     assert "The cluster tools found nothing about ledger-writer" in text
     assert content["payload"]["root_causes"] == []
+
+
+class _NoFindingModel(RulesModel):
+    """A model whose answer keeps no finding (as the 0.5B's did when it copied a runbook's words)."""
+
+    def _grounded_answer(self, request: Any) -> Any:
+        return self._json({"findings": [], "summary": "The memory limit was hit."})
+
+
+async def test_when_the_models_finding_does_not_survive_the_fact_still_answers() -> None:
+    sink = ListSink()
+    pipeline = build_pipeline(sink, HarnessSettings(), bundled_telemetry(Path(REPO)), _NoFindingModel(), cluster=DEMO)
+    question = "Why do our checkout pods keep restarting since the last release?"
+    events = [
+        {"event": e.event, **event_data(e)} async for e in pipeline.run(ChatRequest(Id="k8s-2", Question=question))
+    ]
+    content = _content(events)
+    assert content["content_type"] == "DIAGNOSIS_REPORT"
+    first = content["payload"]["report"]["analysis"][0]
+    assert first["added"] is True and "was OOMKilled (exit code 137)" in first["text"]
+    assert content["payload"]["report"]["conclusion"]["written_by"] == "template"
