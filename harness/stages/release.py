@@ -484,7 +484,9 @@ def report(
     written_by = "model"
     lead = causes[0] if causes and causes[0].added_by == "analyzer" else None
     answer = answering_finding(ledger, scope, question) if lead is None else None
-    if lead is not None and not names_cause(summary, lead):
+    if decisive is not None and summary == decisive.claim_text:
+        written_by = "template"  # the analyzer's own line stands as the conclusion (the model's was unusable)
+    elif lead is not None and not names_cause(summary, lead):
         summary, written_by = composed_conclusion(lead, lang), "template"
     elif answer is not None and not states_answer(summary, answer):
         summary, written_by = answer, "template"
