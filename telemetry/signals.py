@@ -57,6 +57,18 @@ SIGNALS: dict[str, Signal] = {
             "share of an operation's requests with an event (a log line, a call) most had before",
         ),
         Signal("span_latency_p90", "s", +1, 0.01, True, 1.0, "p90 duration of the spans it serves (from traces)"),
+        # Time a call spends between caller and callee, per edge (analysis/edge_delay.py): an input to
+        # edge_delay, not a service's own evidence (a slowed edge is either end's).
+        Signal("edge_gap", "s", +1, 0.005, False, 0.0, "caller's view of a call minus the callee's, per edge"),
+        Signal(
+            "edge_delay",
+            "s",
+            +1,
+            0.005,
+            True,
+            1.0,
+            "median excess wire time of the edges the service sends on (its calls' requests, its answers)",
+        ),
         Signal("client_latency_p90", "s", +1, 0.01, False, 0.0, "p90 latency of the calls the service makes"),
         Signal("client_latency_p99", "s", +1, 0.01, False, 0.0, "p99 latency of the calls the service makes"),
     )

@@ -19,8 +19,9 @@ from harness.tools.base import ToolResult
 from telemetry.analysis.derived import MODALITIES
 from telemetry.analysis.deviation import Deviation, deviation, downsample
 from telemetry.analysis.drain import Drain
+from telemetry.analysis.edge_delay import EDGE_DELAY
 from telemetry.analysis.lost_events import SIGNAL as SIGNAL_LOST_EVENTS
-from telemetry.analysis.ranking import ServiceAnomaly, rank_anomalies
+from telemetry.analysis.ranking import ServiceAnomaly, rank_anomalies, seconds
 from telemetry.clock import TimeSpecError, Window, baseline_window, iso, minute, parse_span, resolve_window
 from telemetry.model import BackendUnavailable, TelemetryBackend
 from telemetry.signals import signal_spec
@@ -87,6 +88,8 @@ def _fmt(value: float | None, unit: str) -> str:
 
 
 def _deviation_text(d: Deviation) -> str:
+    if d.signal == EDGE_DELAY:
+        return edge_delay_text(d)
     unit = signal_spec(d.signal).unit
     # An edge or a lost event says what deviated; a pod name is only where.
     where = f" ({d.instance})" if "->" in d.instance or d.signal == SIGNAL_LOST_EVENTS else ""
@@ -94,6 +97,16 @@ def _deviation_text(d: Deviation) -> str:
     return (
         f"{d.signal}{where} {_fmt(d.baseline_median, unit)} -> {_fmt(d.peak, unit)}, "
         f"{d.score:.0f}x its baseline spread{since}"
+    )
+
+
+def edge_delay_text(d: Deviation) -> str:
+    """``calls between services slowed where they meet X: 2 of 3 of its edges (a->X, X->b), +583 ms``."""
+    since = f" since {minute(d.onset)}" if d.onset is not None else ""
+    added = f", {seconds(d.peak)} longer (median)" if d.peak is not None else ""
+    return (
+        f"calls between services slowed where they meet {d.service}: {d.instance}{added}, "
+        f"{d.score:.0f}x their baseline spread{since}"
     )
 
 

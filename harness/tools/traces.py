@@ -2,7 +2,10 @@
 
 Per call edge (``caller->callee``) and per operation: calls and p90 latency in the window beside the
 baseline's, the most slowed first; a ``service`` narrows both to the edges and operations it is part
-of. Evidence keys name the service measured first (the callee of an edge):
+of. First, where calls slowed *between* services (``telemetry/analysis/edge_delay.py``): the service
+where the slowed edges meet, which edges, and by how much — a delay's address, not its callers'.
+Evidence keys name the service measured first (the callee of an edge):
+``edge:<service where slowed edges meet>:<window start>``,
 ``trace:<callee>:<caller>-><callee>:<window start>`` and ``span:<service>:<operation>:<window start>``.
 Offered where the telemetry has traces.
 """
@@ -12,7 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness.tools.base import ToolResult
-from harness.tools.telemetry import _WINDOW_PROPS, TelemetryView, _error
+from harness.tools.telemetry import _WINDOW_PROPS, TelemetryView, _error, _num, edge_delay_text
+from telemetry.analysis.edge_delay import edge_delay_deviations, span_gap_deviations
 from telemetry.analysis.traces import Timing, baseline_spans, edge_timings, most_changed, operation_timings
 from telemetry.clock import TimeSpecError, minute
 from telemetry.model import BackendUnavailable
@@ -48,9 +52,10 @@ def _row(t: Timing) -> dict[str, Any]:
 class QueryTracesTool:
     name = "query_traces"
     description = (
-        "Where the time went, from distributed traces: per call edge (caller->callee) and per operation, the "
-        "calls and p90 latency in the window against the baseline, the most slowed first. Give 'service' to see "
-        "only its edges and operations."
+        "Where the time went, from distributed traces: where calls slowed between services (the service the "
+        "slowed edges meet), then per call edge (caller->callee) and per operation the calls and p90 latency in "
+        "the window against the baseline, the most slowed first. Give 'service' to see only its edges and "
+        "operations."
     )
     parameters: dict[str, Any] = {
         "type": "object",
@@ -87,8 +92,12 @@ class QueryTracesTool:
             msg = f"no spans for {service!r} in the window" if service else "no spans in the window"
             return ToolResult("no_data", {**frame, "error": msg}, preview=msg)
         at = minute(window.start)
+        meets = edge_delay_deviations(span_gap_deviations([s for s in spans if s.start >= baseline.start], window))
+        if service:
+            meets = [d for d in meets if service in d.instance]
         edges, operations = most_changed(edges)[:MAX_TRACE_ROWS], most_changed(operations)[:MAX_TRACE_ROWS]
-        evidence = [{"key": f"trace:{t.name.split('->')[1]}:{t.name}:{at}", "text": _text("call", t)} for t in edges]
+        evidence = [{"key": f"edge:{d.service}:{at}", "text": edge_delay_text(d)} for d in meets[:MAX_TRACE_ROWS]]
+        evidence += [{"key": f"trace:{t.name.split('->')[1]}:{t.name}:{at}", "text": _text("call", t)} for t in edges]
         evidence += [
             {"key": f"span:{t.name.replace(' ', ':', 1)}:{at}", "text": _text("operation", t)} for t in operations
         ]
@@ -96,6 +105,10 @@ class QueryTracesTool:
             **frame,
             "spans_in_window": len(in_window),
             "baseline_spans": len(before),
+            "slowed_between": [
+                {"where": d.service, "edges": d.instance, "added_s": _num(d.peak), "deviation": round(d.score, 1)}
+                for d in meets[:MAX_TRACE_ROWS]
+            ],
             "edges": [_row(t) for t in edges],
             "operations": [_row(t) for t in operations],
             "evidence": evidence,

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from telemetry.analysis.derived import MODALITIES, derived_series, logs_and_spans
 from telemetry.analysis.deviation import ANOMALY_THRESHOLD, Deviation, deviation
+from telemetry.analysis.edge_delay import EDGE_DELAY, EDGE_GAP, edge_delay_deviations, span_gap_deviations
 from telemetry.analysis.lost_events import lost_event_deviations
 from telemetry.clock import Window
 from telemetry.model import Edge, Series, TelemetryBackend
@@ -60,6 +61,12 @@ def _share(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.0%}"
 
 
+def seconds(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.1f} s"
+
+
 def categorize(devs: list[Deviation]) -> tuple[str, str]:
     """The likely kind of fault behind one service's deviations, with the reason in words."""
     best = _best_by_signal(devs)
@@ -84,6 +91,12 @@ def categorize(devs: list[Deviation]) -> tuple[str, str]:
             f"callers see its calls {score('call_latency'):.0f}x slower than baseline while the latency it "
             f"serves deviates {served:.0f}x: the time is lost between them"
         )
+    if score(EDGE_DELAY) >= ANOMALY_THRESHOLD and score(EDGE_DELAY) >= served:
+        delay = best[EDGE_DELAY]
+        return "network", (
+            f"calls on its edges spend {seconds(delay.peak)} longer between the services than before "
+            f"({score(EDGE_DELAY):.0f}x the spread) while the latency it serves deviates {served:.0f}x"
+        )
     if score("memory") >= ANOMALY_THRESHOLD:
         return "memory", f"memory deviates {score('memory'):.0f}x its baseline spread"
     datastore = max((d for d in best.values() if is_datastore_signal(d.signal)), key=lambda d: d.score, default=None)
@@ -99,18 +112,22 @@ def rank_services(
     for d in deviations:
         by_service.setdefault(d.service, []).append(d)
     own: dict[str, float] = {}
+    # What a callee's anomaly explains of its callers' (propagation): its own slowness, errors and
+    # resources, not its slowed edges (edge_delay.py: a slowed edge belongs to where the edges meet).
+    explains: dict[str, float] = {}
     for service, devs in by_service.items():
-        weighted = [signal_spec(d.signal).weight * d.score for d in devs if signal_spec(d.signal).own]
-        own[service] = math.log1p(max(weighted, default=0.0))
+        weighted = [(d.signal, signal_spec(d.signal).weight * d.score) for d in devs if signal_spec(d.signal).own]
+        own[service] = math.log1p(max((w for _, w in weighted), default=0.0))
+        explains[service] = math.log1p(max((w for name, w in weighted if name != EDGE_DELAY), default=0.0))
     callees: dict[str, set[str]] = {}
     for e in edges:
         if e.caller in own and e.callee in own and e.caller != e.callee:
             callees.setdefault(e.caller, set()).add(e.callee)
     out = []
     for service, devs in by_service.items():
-        below = sorted(callees.get(service, ()), key=lambda c: -own[c])
+        below = sorted(callees.get(service, ()), key=lambda c: -explains[c])
         top_callee = below[0] if below else None
-        callee_score = own[top_callee] if top_callee else 0.0
+        callee_score = explains[top_callee] if top_callee else 0.0
         score = own[service] - propagation * min(own[service], callee_score)
         explained = top_callee if top_callee and callee_score >= math.log1p(ANOMALY_THRESHOLD) else None
         mine = sorted(
@@ -151,9 +168,11 @@ async def collect_deviations(
         derived = await derived_series(data, window.start)
         if data.spans:
             lost = await asyncio.to_thread(lost_event_deviations, data.spans, data.lines, window)
+            lost += await asyncio.to_thread(span_gap_deviations, data.spans, window)
     results = await asyncio.gather(*(backend.series(n, baseline.start, window.end) for n in signals))
     every = [s for batch in results for s in batch] + derived
-    return [deviation(s, window, baseline, signal_spec(s.signal)) for s in every] + lost
+    found = [deviation(s, window, baseline, signal_spec(s.signal)) for s in every] + lost
+    return found + edge_delay_deviations([d for d in found if d.signal == EDGE_GAP])
 
 
 async def rank_anomalies(

@@ -8,6 +8,8 @@ Layout of a day folder (``rca_data/<day>/``):
   ``NetworkReceiveBytes`` / ``NetworkTransmitBytes`` → net_rx / net_tx.
 - ``metric/source_50.csv``: per ``caller_callee`` column, the median call latency measured at the
   caller → call_latency of the callee (instance ``caller->callee``).
+- ``metric/destination_50.csv``: the same edges' median latency measured at the callee; the caller's
+  minus the callee's → edge_gap of the edge (the time spent between them).
 - ``metric/dependency.csv``: the call graph (``Source,Target``); IP-address nodes and
   ``loadgenerator`` have no metrics and are left out.
 - ``log/<HH>_<MM>_log.csv``: container log lines (``Log`` is the runtime's JSON line, whose ``log``
@@ -125,7 +127,31 @@ def _read_metrics(day: Path) -> _Day:
                 )
                 if caller in services and Edge(caller, callee) not in edges:
                     edges.append(Edge(caller, callee))
+        store.extend(_edge_gaps(day, rows, ts, services))
     return _Day(store, edges, sorted(services))
+
+
+def _edge_gaps(day: Path, source_rows: list[dict[str, str]], ts: list[float], services: set[str]) -> list[Series]:
+    """edge_gap per ``caller->callee``: the median latency the caller sees (``source_50.csv``) minus the
+    one the callee sees (``destination_50.csv``), minute by minute (``telemetry/analysis/edge_delay.py``)."""
+    found = _csv_files(day / "metric", "destination_50.csv")[:1]
+    if not found:
+        return []
+    with _open_csv(found[0]) as fh:
+        dest = {int(row_time(r, "time", "timestamp") // 60): r for r in csv.DictReader(fh)}
+    out = []
+    for column in source_rows[0] if source_rows else []:
+        if column in ("time", "timestamp") or "_" not in column:
+            continue
+        caller, callee = column.split("_", 1)
+        if caller not in services or callee not in services:
+            continue
+        values = []
+        for t, row in zip(ts, source_rows, strict=True):
+            there = dest.get(int(t // 60))
+            values.append(number(row[column]) - number(there.get(column) if there else None))
+        out.append(make_series(callee, "edge_gap", f"{caller}->{callee}", ts, values))
+    return out
 
 
 def _message(raw: str) -> tuple[str, str]:
