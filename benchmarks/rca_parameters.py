@@ -136,7 +136,7 @@ PARAMETERS = [
 def without_edge_files(dataset: Path, into: Path) -> Path:
     """A view of ``dataset`` (symlinks) without the per-edge latency files."""
     for day in (dataset / "rca_data").iterdir():
-        if not day.is_dir():
+        if not (day / "metric").is_dir():
             continue
         target = into / "rca_data" / day.name
         (target / "metric").mkdir(parents=True)
