@@ -58,9 +58,9 @@ def _calls_by_edge(spans: list[Span], window_start: float) -> dict[tuple[str, st
     return calls
 
 
-def _onset_split(base: np.ndarray, during: list[tuple[float, float]]) -> tuple[float, float, np.ndarray] | None:
+def _onset_split(base: np.ndarray, during: list[tuple[float, float]]) -> tuple[float, int, np.ndarray] | None:
     """The split of the window's calls that best reads as "slower since": (median gap of the calls from
-    the onset on, the onset, the calls before it with the baseline's). A delay slows every call after it
+    the split on, the index of its first call, the calls before it with the baseline's). A delay slows every call after it
     starts, so those calls are slow at the median, where a few slow calls scattered through the window
     are not; the calls before the onset are the baseline too (a capture that begins inside the window
     has no other). The run from the onset holds at least a tenth of the window's calls and at least
@@ -71,7 +71,7 @@ def _onset_split(base: np.ndarray, during: list[tuple[float, float]]) -> tuple[f
     if last < 0:
         return None
     starts = sorted({round(i * last / (_STARTS - 1)) for i in range(_STARTS)})
-    best: tuple[float, float, float, np.ndarray] | None = None
+    best: tuple[float, float, int, np.ndarray] | None = None
     for i in starts:
         before = np.concatenate([base, gaps[:i]])
         if len(before) < MIN_BASELINE_POINTS:
@@ -79,7 +79,7 @@ def _onset_split(base: np.ndarray, during: list[tuple[float, float]]) -> tuple[f
         value = float(np.median(gaps[i:]))
         excess = value - float(np.quantile(before, TAIL_QUANTILE))
         if best is None or excess > best[0]:
-            best = (excess, value, during[i][0], before)
+            best = (excess, value, i, before)
     return None if best is None else best[1:]
 
 
@@ -101,11 +101,14 @@ def span_gap_deviations(spans: list[Span], window: Window) -> list[Deviation]:
         split = _onset_split(base, during)
         if split is None:
             continue
-        value, onset, before = split
+        value, first, before = split
         med = float(np.median(before))
         mad = float(np.median(np.abs(before - med)))
         scale = max(1.4826 * mad, RELATIVE_FLOOR * med, floor)
-        score = max(0.0, (value - float(np.quantile(before, TAIL_QUANTILE))) / scale)
+        reference = float(np.quantile(before, TAIL_QUANTILE))
+        score = max(0.0, (value - reference) / scale)
+        # "since": the first call from the split on that is itself past the threshold
+        onset = next((t for t, gap in during[first:] if gap - reference >= ANOMALY_THRESHOLD * scale), None)
         out.append(
             Deviation(
                 callee,
