@@ -35,7 +35,8 @@ class _Traces:
         trace, parent, child = f"t{self._n}", f"p{self._n}", f"c{self._n}"
         end = at + served_s + gap_s
         self.spans.append(Span(at, end, caller, f"{caller}-pod", "client", trace, parent, ""))
-        self.spans.append(Span(at + gap_s / 2, end - gap_s / 2, callee, f"{callee}-pod", "server", trace, child, parent))
+        half = gap_s / 2
+        self.spans.append(Span(at + half, end - half, callee, f"{callee}-pod", "server", trace, child, parent))
 
     def steady(self, caller: str, callee: str, start: float, end: float, every_s: float = 5.0, **kw: float) -> None:
         for at in np.arange(start, end, every_s):
