@@ -61,11 +61,12 @@ def _calls_by_edge(spans: list[Span], window_start: float) -> dict[tuple[str, st
 def _onset_split(base: np.ndarray, during: list[tuple[float, float]]) -> tuple[float, int, np.ndarray] | None:
     """The split of the window's calls that best reads as "slower since": (median gap of the calls from
     the split on, the index of its first call, the calls before it with the baseline's). A delay slows
-    every call after it starts, so those calls are slow at the median, where a few slow calls scattered through the window
-    are not; the calls before the onset are the baseline too (a capture that begins inside the window
-    has no other). The run from the onset holds at least a tenth of the window's calls and at least
-    ``MIN_RUN`` (the median of three is slow only if two are: one slow call among two would make a
-    sparse edge's median slow); candidate onsets are at most ``_STARTS`` evenly spaced calls."""
+    every call after it starts, so those calls are slow at the median, where a few slow calls scattered
+    through the window are not; the calls before the split are the baseline too (a capture that begins
+    inside the window has no other). The run from the split holds at least a tenth of the window's
+    calls and at least ``MIN_RUN`` (the median of three is slow only if two are: one slow call among two
+    would make a sparse edge's median slow); candidate splits are at most ``_STARTS`` evenly spaced
+    calls."""
     gaps = np.array([gap for _, gap in during])
     last = len(during) - max(MIN_RUN, math.ceil(0.1 * len(during)))
     if last < 0:
