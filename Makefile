@@ -108,6 +108,7 @@ bench: install prometheus mariadb
 # fails when they differ).
 readme-tables: install
 	$(BIN)/python benchmarks/render_readme.py
+	$(BIN)/python benchmarks/results_history.py --current
 
 # Root-cause accuracy of the service with the configured model on the 52 labelled faults of the two
 # Nezha development days (the wall time is in benchmarks/results/rca.json).

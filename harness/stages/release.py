@@ -231,7 +231,7 @@ def root_causes(
     first pick leads only when it is the ranking's first or rests on evidence the ranking lacks (a log
     finding about it); otherwise the ranking's order leads, with the model's cause text kept where it
     named the same service (measured before this rule: where the model's first pick departed from the
-    ranking's it was right 0 of 4 times, the ranking 3, benchmarks/results/earlier/rca_07b787e.json)."""
+    ranking's it was right 0 of 4 times, the ranking 3: the run at 07b787e, benchmarks/results/history.jsonl)."""
     by_id = {c.claim_id: c for c in claims if c.claim_type != "guidance"}
     model: list[RootCause] = []
     for cause in evidence.root_causes:
