@@ -48,6 +48,7 @@ EVIDENCE_TOOLS = (
     "query_metrics",
     "query_logs",
     "service_dependencies",
+    "query_traces",
     "read_skill",
     # The cluster's (cluster/catalog.py): their outputs are evidence as well.
     *(t.name for t in KUBECTL_TOOLS + RECORDED_ONLY_TOOLS),
