@@ -95,7 +95,7 @@ def retrieval(cases: list[dict[str, Any]], config_path: Path) -> list[dict[str, 
     from deployments.config import load_config
     from harness.playbook import QUESTION_CHARS
     from harness.ruled_out import without_ruled_out
-    from rag.embedding import embedder_for
+    from rag.embedders import embedder_for
     from rag.lookup import KnowledgeLookupService
     from rag.store import KnowledgeStore
 

@@ -41,7 +41,7 @@ from retrieval_eval import crosslingual  # noqa: E402
 from deployments.config import load_config  # noqa: E402
 from deployments.llm import check_model_dir  # noqa: E402
 from deployments.provenance import stamp  # noqa: E402
-from rag.embedding import embedder_for  # noqa: E402
+from rag.embedders import embedder_for  # noqa: E402
 from rag.eval import _encode, doc_ranking, index_corpus, score  # noqa: E402
 from rag.gloss import gloss, with_gloss  # noqa: E402
 from rag.script import cjk_share  # noqa: E402

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from deployments.provenance import ROOT, stamp
 from harness.routing import ExemplarRouter, by_rules
-from rag.embedding import make_embedder
+from rag.embedders import make_embedder
 
 SET = ROOT / "benchmarks" / "data" / "routing_set.jsonl"
 

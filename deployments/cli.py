@@ -183,7 +183,7 @@ def _cmd_models_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
-    from rag.embedding import embedder_for
+    from rag.embedders import embedder_for
     from rag.ingest import ingest_paths
     from rag.store import KnowledgeStore
 
@@ -213,7 +213,7 @@ def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
     import asyncio
     import tempfile
 
-    from rag.embedding import embedder_for
+    from rag.embedders import embedder_for
     from rag.eval import evaluate, format_table
 
     cfg = load_config(args.config)

@@ -14,7 +14,8 @@ import asyncio
 import numpy as np
 from ray import serve
 
-from rag.embedding import Encoded, make_embedder
+from rag.embedders import make_embedder
+from rag.encoded import Encoded
 
 
 @serve.deployment(name="embedder", max_ongoing_requests=128)

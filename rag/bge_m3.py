@@ -12,7 +12,7 @@ import threading
 
 import numpy as np
 
-from rag.embedding import Encoded
+from rag.encoded import Encoded
 
 
 def lexical_to_plain(raw: dict[str, object]) -> dict[int, float]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from rag.embedding import Encoded
+from rag.encoded import Encoded
 
 SPECIAL = ("cls_token", "eos_token", "pad_token", "unk_token")  # FlagEmbedding's unused tokens
 

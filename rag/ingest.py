@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rag.chunking import Chunk, chunk_file, doc_id_for
-from rag.embedding import Embedder, Encoded
+from rag.encoded import Embedder, Encoded
 from rag.store import KnowledgeStore
 
 SUFFIXES = {".md", ".markdown", ".txt"}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag.embedding import Encoded
+from rag.encoded import Encoded
 from rag.gloss import gloss, with_gloss
 from rag.results import AttemptName, BlockScore, L0Hints, LookupOutcome, RetrievalAttempt, RetrievalDetails
 from rag.script import cjk_share, matchable

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rag.analysers import ANALYSED_FIELDS, DEFAULT_BM25_SCORING, bm25_scoring
 from rag.chunking import Chunk, slug
-from rag.embedding import Encoded
+from rag.encoded import Encoded
 from rag.script import cjk_share, matchable
 
 SearchMode = Literal["hybrid", "dense", "bm25"]
