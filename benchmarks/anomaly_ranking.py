@@ -29,7 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from deployments.provenance import ROOT, stamp
-from deployments.rca_eval import CATEGORY
+from evaluation.rca import CATEGORY
 from harness.scope import RunScope
 from harness.tools.read_skill import load_skills
 from harness.wiring import tool_factory

@@ -41,8 +41,8 @@ from retrieval_eval import crosslingual  # noqa: E402
 from deployments.config import load_config  # noqa: E402
 from deployments.llm import check_model_dir  # noqa: E402
 from deployments.provenance import stamp  # noqa: E402
+from evaluation.retrieval import _encode, doc_ranking, index_corpus, score  # noqa: E402
 from rag.embedders import embedder_for  # noqa: E402
-from rag.eval import _encode, doc_ranking, index_corpus, score  # noqa: E402
 from rag.gloss import gloss, with_gloss  # noqa: E402
 from rag.script import cjk_share  # noqa: E402
 from rag.store import Candidate, FusionSettings, KnowledgeStore, fuse  # noqa: E402
@@ -98,7 +98,7 @@ async def lists_per_query(
 def by_half(
     rankings: dict[str, list[str]], qrels: dict[str, dict[str, int]], halves: dict[str, set[str]]
 ) -> dict[str, float]:
-    """nDCG@10 of each half, scored as retrieval_eval scores them (``rag.eval.score``)."""
+    """nDCG@10 of each half, scored as retrieval_eval scores them (``evaluation.retrieval.score``)."""
     return {h: score(rankings, {q: qrels[q] for q in halves[h]})["ndcg@10"] for h in HALVES}
 
 

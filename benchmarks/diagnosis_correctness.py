@@ -48,9 +48,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.diagnosis_quality import decode_rate, pct, start_service, stop_service  # noqa: E402
-from deployments.answer_keys import names_answer, names_cause, released_text, score  # noqa: E402,F401
 from deployments.provenance import stamp  # noqa: E402
 from deployments.sse import parse  # noqa: E402
+from evaluation.answer_keys import names_answer, names_cause, released_text, score  # noqa: E402,F401
 
 QUESTIONS = ROOT / "benchmarks" / "data" / "diagnosis_truth.json"
 OUT = ROOT / "benchmarks" / "results" / "diagnosis_correctness.json"

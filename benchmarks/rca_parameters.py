@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from deployments.provenance import ROOT, stamp
-from deployments.rca_eval import MODALITY_SETS, Case, ToolFactory, load_cases, tools_only
+from evaluation.rca import MODALITY_SETS, Case, ToolFactory, load_cases, tools_only
 from telemetry.analysis import edge_delay
 from telemetry.signals import SIGNALS
 

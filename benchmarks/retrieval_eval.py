@@ -22,8 +22,8 @@ sys.path.insert(0, str(ROOT))
 
 from deployments.config import load_config  # noqa: E402
 from deployments.provenance import stamp  # noqa: E402
+from evaluation.retrieval import BeirDataset, evaluate_dataset, format_table, load_beir  # noqa: E402
 from rag.embedders import embedder_for  # noqa: E402
-from rag.eval import BeirDataset, evaluate_dataset, format_table, load_beir  # noqa: E402
 from rag.store import FusionSettings  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks" / "data"))

@@ -213,8 +213,8 @@ def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
     import asyncio
     import tempfile
 
+    from evaluation.retrieval import evaluate, format_table
     from rag.embedders import embedder_for
-    from rag.eval import evaluate, format_table
 
     cfg = load_config(args.config)
     dataset = Path(args.dataset)
@@ -293,7 +293,7 @@ def _cmd_eval_rca(args: argparse.Namespace) -> int:
     import asyncio
 
     from deployments.provenance import stamp
-    from deployments.rca_eval import evaluate, format_table
+    from evaluation.rca import evaluate, format_table
 
     cfg = load_config(args.config)
     datasets = [Path(d) for d in args.dataset]
@@ -324,8 +324,8 @@ def _cmd_eval_rca(args: argparse.Namespace) -> int:
 def _cmd_eval_k8s(args: argparse.Namespace) -> int:
     import asyncio
 
-    from deployments.k8s_eval import by_half, evaluate, format_table, load
     from deployments.provenance import stamp
+    from evaluation.kubernetes import by_half, evaluate, format_table, load
 
     cfg = load_config(args.config)
     cases_file = Path(args.cases)

@@ -5,7 +5,7 @@ A case file in the fixtures' form (``{"cases": [{id, q, about, causes, wrong, to
 cluster of that run (the internal run options' ``cluster``, a recorded backend on the file and the case
 id), the way ``eval rca`` pins a case's telemetry. A case without ``tools`` (a correctness-benchmark
 question file, read unchanged) runs against no cluster. Scored by the answer-key rule
-(deployments/answer_keys.py). ``--split FILE --half report`` scores one half of a frozen split.
+(evaluation/answer_keys.py). ``--split FILE --half report`` scores one half of a frozen split.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from deployments.answer_keys import score
+from evaluation.answer_keys import score
 
 Diagnose = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
 

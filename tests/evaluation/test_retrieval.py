@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag.eval import doc_ranking, load_beir, ndcg_at, recall_at, score
+from evaluation.retrieval import doc_ranking, load_beir, ndcg_at, recall_at, score
 from rag.store import Candidate, FusionSettings, confidence, fuse
 from tests.conftest import REPO
 

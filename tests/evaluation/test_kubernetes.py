@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from deployments.k8s_eval import evaluate, load, options_for
+from evaluation.kubernetes import evaluate, load, options_for
 
 CASES = {
     "cases": [

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from deployments.cli import main
-from deployments.rca_eval import evaluate, load_cases
+from evaluation.rca import evaluate, load_cases
 from harness.contracts import ChatRequest, event_data
 from harness.rules_model import RulesModel
 from harness.scope import RunOptions
