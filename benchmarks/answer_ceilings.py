@@ -62,9 +62,9 @@ def closed_book(cases: list[dict[str, Any]], model: str, config: dict[str, Any])
     """Each question to the model through vLLM's offline engine, greedy, as the service's engine runs it."""
     from vllm import LLM, SamplingParams
 
+    from cli.model_pull import model_dir
     from deployments.config import LLMSettings
     from deployments.llm import engine_dtype
-    from deployments.model_pull import model_dir
 
     settings = LLMSettings(**{**config.get("llm", {}), "model": model})
     # As the service's engine: a KV cache of the configured size, not vLLM's share of all memory.

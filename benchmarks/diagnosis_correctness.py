@@ -96,7 +96,7 @@ def own_knowledge_config(config: Path, work: Path) -> Path:
     data.setdefault("search", {})["milvus_uri"] = str(work / "knowledge.db")
     path = work / "bench.yaml"
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
-    cli = [sys.executable, "-m", "deployments.cli", "--config", str(path)]
+    cli = [sys.executable, "-m", "cli.main", "--config", str(path)]
     started = time.perf_counter()
     done = subprocess.run([*cli, "ingest", *corpus_paths()], cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:

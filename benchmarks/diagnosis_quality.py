@@ -232,7 +232,7 @@ def start_service(config: Path, model: str, work: Path) -> tuple[subprocess.Pope
     )
     cfg = work / "serve.yaml"
     cfg.write_text(yaml.safe_dump(data), encoding="utf-8")
-    cli = [sys.executable, "-m", "deployments.cli", "--config", str(cfg)]
+    cli = [sys.executable, "-m", "cli.main", "--config", str(cfg)]
     subprocess.run([*cli, "models", "pull", model], check=True, cwd=ROOT)
     subprocess.run([*cli, "db", "upgrade"], check=True, cwd=ROOT, capture_output=True)
     log = (work / "serve.log").open("wb")

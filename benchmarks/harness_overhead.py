@@ -174,14 +174,14 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "harness.json"))
     args = parser.parse_args()
-    from deployments.model_pull import pull
+    from cli.model_pull import pull
 
     model_dir = pull("qwen2.5-coder-0.5b-instruct", ROOT / "var" / "models")
     with tempfile.TemporaryDirectory(prefix="rh-") as tmp:
         work = Path(tmp)
         # Ingest in a process of its own: Ray's start sometimes timed out in a process that had run Milvus Lite.
         (work / "ingest.yaml").write_text(f"search:\n  milvus_uri: {work / 'milvus.db'}\n  collection: kb\n")
-        cmd = [sys.executable, "-m", "deployments.cli", "--config", str(work / "ingest.yaml"), "ingest"]
+        cmd = [sys.executable, "-m", "cli.main", "--config", str(work / "ingest.yaml"), "ingest"]
         subprocess.run([*cmd, str(ROOT / "knowledge" / "runbooks")], check=True, cwd=ROOT, capture_output=True)
         result = asyncio.run(bench(args.runs, args.concurrency, work))
     requests = result.pop("_requests")

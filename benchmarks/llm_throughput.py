@@ -123,7 +123,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "llm.json"))
     args = parser.parse_args()
 
-    from deployments.model_pull import MODELS, pull
+    from cli.model_pull import MODELS, pull
 
     model_dir = str(pull(args.model, Path(args.model_root))) if args.model in MODELS else args.model
     # The engine as the default config sets it up (dtype, thread binding): until 2026-12-06 this took

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.anomaly_ranking import SHARED, naive  # noqa: E402
-from deployments.cli import main as raydiag  # noqa: E402
+from cli.main import main as raydiag  # noqa: E402
 
 DEV_DAYS = [SHARED / "data" / "nezha-rca-onlineboutique", SHARED / "data" / "nezha-rca-trainticket"]
 

@@ -623,6 +623,67 @@ def rca_modalities(d: dict[str, Any]) -> str:
     return _table(header, rows) + f"\n\n{counts}. " + _stamp(d)
 
 
+def rca_parameters(d: dict[str, Any]) -> str:
+    """Each ranking parameter: where it lives, its default, the value each development day chooses and
+    what that choice scores on the other day (leave one day out), beside the default's own score."""
+    ob, tt = list(d["defaults"])[:2]
+    rows = []
+    for p in d["parameters"]:
+        by = p["by_value"]
+        default = str(float(p["default"]))
+        lodo = p["leave_one_day_out"]
+        on_tt = lodo[f"chosen on {ob}, scored on {tt}"]
+        on_ob = lodo[f"chosen on {tt}, scored on {ob}"]
+        rows.append(
+            [
+                f"{p['parameter']} (`{p['where']}`)",
+                f"{p['default']:g}",
+                _as_pair(by[ob][default]) + " · " + _as_pair(by[tt][default]),
+                f"{on_tt['value']:g} → {_as_pair(on_tt)}",
+                f"{on_ob['value']:g} → {_as_pair(on_ob)}",
+                "yes" if p["kept"] else "**no**",
+            ]
+        )
+    header = [
+        "parameter",
+        "default",
+        "default: OB · TT (AS@1 / AS@3)",
+        "chosen on OB → scored on TT",
+        "chosen on TT → scored on OB",
+        "default kept",
+    ]
+    view = list(d["defaults"])[2]
+    lines = "; ".join(
+        f"{name}: AS@1 {m['as1']:.3f}, AS@3 {m['as3']:.3f}, network delays AS@3 {m['network_delay']['as3']:.3f} "
+        f"({m['network_delay']['n']})"
+        for name, m in d["defaults"].items()
+    )
+    return (
+        _table(header, rows)
+        + f"\n\nTools only, every parameter at its default: {lines}. The last is a view of the first day "
+        f"({view}): reported, never used to choose. Wall time {d['wall_s'] / 60:.1f} min. " + _stamp(d)
+    )
+
+
+def rca_lodo(d: dict[str, Any]) -> str:
+    """One paragraph for the README: the leave-one-day-out outcome and the no-edge-files view."""
+    ob, tt, view = list(d["defaults"])[:3]
+    kept = sum(p["kept"] for p in d["parameters"])
+    pairs = []
+    for p in d["parameters"]:
+        lodo = p["leave_one_day_out"]
+        on_tt, on_ob = lodo[f"chosen on {ob}, scored on {tt}"], lodo[f"chosen on {tt}, scored on {ob}"]
+        pairs.append(f"{p['parameter']} {on_tt['as1']:.3f} / {on_ob['as1']:.3f}")
+    nd = d["defaults"][view]["network_delay"]
+    return (
+        f"Leave one day out (each ranking parameter chosen on one development day, AS@1 on the other: "
+        f"OnlineBoutique → TrainTicket / TrainTicket → OnlineBoutique): {'; '.join(pairs)}; {kept} of "
+        f"{len(d['parameters'])} defaults kept. The OnlineBoutique day without its per-edge latency files "
+        f"(spans and pod metrics only, as a TrainTicket day has): network delays AS@3 {nd['as3']:.3f} of "
+        f"{nd['n']}. [Table](docs/evaluation.md#which-parameters-exist-and-where-each-was-chosen). " + _stamp(d)
+    )
+
+
 def rca_published(d: dict[str, Any]) -> str:
     rows = [[m["method"], str(m["onlineboutique_as1"]), str(m["trainticket_as1"])] for m in d["methods"]]
     head = f"{d['source']}; {d['metric']}.\n\n"
@@ -872,6 +933,8 @@ BLOCKS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "rca": ("rca.json", rca),
     "rca_modalities": ("rca.json", rca_modalities),
     "rca_published": ("rca_published.json", rca_published),
+    "rca_parameters": ("rca_parameters.json", rca_parameters),
+    "rca_lodo": ("rca_parameters.json", rca_lodo),
     "anomaly_ranking": ("anomaly_ranking.json", anomaly_ranking),
     "routing": ("routing.json", routing),
     "diagnosis_quality": ("diagnosis_quality.json", diagnosis_quality),

@@ -282,7 +282,7 @@ def start_app(profile: str, work: Path, port: int, extra: dict[str, Any] | None 
         env={},
     )
     if profile == "vllm":
-        from deployments.model_pull import pull
+        from cli.model_pull import pull
 
         pull(llm["model"], Path(llm["model_root"]))
     # Milvus Lite is filled before the search replica opens it, in its own process (one owner).
@@ -292,7 +292,7 @@ def start_app(profile: str, work: Path, port: int, extra: dict[str, Any] | None 
         [
             sys.executable,
             "-m",
-            "deployments.cli",
+            "cli.main",
             "--config",
             str(cfg_file),
             "ingest",

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from deployments.cli import main
+from cli.main import main
 from evaluation.rca import evaluate, load_cases
 from harness.contracts import ChatRequest, event_data
 from harness.rules_model import RulesModel

@@ -109,7 +109,7 @@ def test_cli_eval_end_to_end(tmp_path: Path) -> None:
     ds = write_beir(tmp_path / "ds")
     out = tmp_path / "res.json"
     done = subprocess.run(
-        [sys.executable, "-m", "deployments.cli", "eval", "retrieval", "--dataset", str(ds), "--out", str(out)],
+        [sys.executable, "-m", "cli.main", "eval", "retrieval", "--dataset", str(ds), "--out", str(out)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -124,7 +124,7 @@ def test_cli_eval_end_to_end(tmp_path: Path) -> None:
     assert res["dense"]["recall@100"] == 1.0  # five documents: dense ranks every one of them
     assert res["bm25"]["ndcg@10"] > 0.8 and res["hybrid"]["ndcg@10"] > 0.8
     missing = subprocess.run(
-        [sys.executable, "-m", "deployments.cli", "eval", "retrieval", "--dataset", str(tmp_path / "nope")],
+        [sys.executable, "-m", "cli.main", "eval", "retrieval", "--dataset", str(tmp_path / "nope")],
         cwd=REPO,
         capture_output=True,
         text=True,

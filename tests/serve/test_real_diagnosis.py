@@ -29,9 +29,9 @@ QUESTION = "MySQL connection pool exhausted HikariCP diagnosis"  # the README's 
 def embedded_app(serve_app: dict[str, str]) -> Iterator[str]:
     from ray import serve
 
+    from cli.model_pull import pull
     from deployments.config import load_config, parse_config, resolve_paths
     from deployments.llm import LLMServer
-    from deployments.model_pull import pull
 
     local = resolve_paths(load_config(REPO / "configs" / "serve.local.yaml", env={}), REPO)
     pull(local.llm.model, MODEL_ROOT)

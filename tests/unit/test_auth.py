@@ -115,7 +115,7 @@ def test_key_matching_and_parsing() -> None:
 
 
 def test_check_config_masks_keys(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from deployments.cli import main
+    from cli.main import main
 
     monkeypatch.setenv("RAYDIAG_API_KEYS", "team-a:key-aaaa-1111")
     assert main(["check-config"]) == 0

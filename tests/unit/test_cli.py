@@ -7,7 +7,7 @@ import pytest
 from audit.db import make_engine
 from audit.migrate import upgrade
 from audit.store import AuditStore
-from deployments.cli import main
+from cli.main import main
 from tests.audit.run_script import seed_run
 
 

@@ -156,7 +156,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 
 
 def _cmd_models_pull(args: argparse.Namespace) -> int:
-    from deployments.model_pull import ModelPullError, pull
+    from cli.model_pull import ModelPullError, pull
 
     cfg = load_config(args.config)
     if args.name is None and cfg.llm.backend in ("none", "openai", "scripted"):
@@ -173,7 +173,7 @@ def _cmd_models_pull(args: argparse.Namespace) -> int:
 
 
 def _cmd_models_list(args: argparse.Namespace) -> int:
-    from deployments.model_pull import MODELS, is_pulled
+    from cli.model_pull import MODELS, is_pulled
 
     cfg = load_config(args.config)
     for name, src in MODELS.items():
