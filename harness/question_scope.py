@@ -30,7 +30,7 @@ from harness.tools.base import LedgerEntry
 
 # The tools whose evidence is about named components: telemetry, and the cluster (harness/tools/kubernetes.py).
 TELEMETRY_TOOLS = {"rank_anomalies", "query_metrics", "query_logs", "service_dependencies", "query_traces"}
-_KEY = re.compile(r"^(?:anomaly|metric|logtpl|trace|span|k8s):([^:]+):")
+_KEY = re.compile(r"^(?:anomaly|metric|logtpl|trace|span|edge|k8s):([^:]+):")
 _EDGE = re.compile(r"^dep:(.+?)->(.+)$")
 _WORD = re.compile(r"[a-z][a-z0-9]+")
 _IDENT = re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")  # order-service, product-catalog, node-7

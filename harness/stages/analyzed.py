@@ -1,6 +1,6 @@
-"""Candidate causes from the cluster analyzers' findings (cluster/analyzers), and the conclusion they
-decide when the model's sentence does not name them (DESIGN.md §8: evidence decides, the model chooses
-and narrates).
+"""Candidate causes from the cluster analyzers' findings (cluster/analyzers) and from what the telemetry
+tools measured (harness/telemetry_causes.py), and the conclusion they decide when the model's sentence
+does not name them (DESIGN.md §8: evidence decides, the model chooses and narrates).
 
 A problem finding of weight ``MIN_CAUSE_WEIGHT`` or more about a component the question is about is a
 candidate cause: its component, its category, its ``cause`` sentence (the analyzer's, composed from the
@@ -21,6 +21,7 @@ from typing import Any
 from harness.contracts import ROOT_CAUSE_CATEGORIES, Claim, EvidenceBinding, RootCause
 from harness.question_scope import QuestionScope
 from harness.stages.support_check import content_overlap
+from harness.telemetry_causes import telemetry_findings
 from harness.tools.base import LedgerEntry
 
 MIN_CAUSE_WEIGHT = 5
@@ -68,7 +69,8 @@ class Found:
 
 
 def _found(ledger: dict[str, LedgerEntry], scope: QuestionScope | None) -> list[Found]:
-    """Every finding of the run about a component in scope that has an evidence block, in call order."""
+    """Every finding of the run about a component in scope that has an evidence block, in call order:
+    the cluster analyzers', then the telemetry's (``harness/telemetry_causes.py``)."""
     out: list[Found] = []
     for entry in ledger.values():
         if entry.result.status != "success":
@@ -82,6 +84,9 @@ def _found(ledger: dict[str, LedgerEntry], scope: QuestionScope | None) -> list[
             block = next((b for b in blocks if str(b.get("key", "")).startswith(prefix)), None)
             if block is not None:
                 out.append(Found(f, str(block["key"]), str(block.get("text") or ""), entry))
+    for finding, key, text, entry in telemetry_findings(ledger):
+        if scope is None or scope.covers(str(finding["component"])):
+            out.append(Found(finding, key, text, entry))
     return out
 
 
@@ -193,8 +198,9 @@ def decisive_claim(ledger: dict[str, LedgerEntry], scope: QuestionScope | None, 
     return hit.claim("analyzer-1") if hit is not None else None
 
 
-def decided_by_the_cluster(ledger: dict[str, LedgerEntry], scope: QuestionScope | None, question: str = "") -> bool:
-    """The analyzers found a candidate cause or the answer itself: the model only narrates."""
+def decided_by_analysis(ledger: dict[str, LedgerEntry], scope: QuestionScope | None, question: str = "") -> bool:
+    """The analyzers (the cluster's, the telemetry's) found a candidate cause or the answer itself: the
+    model only narrates."""
     return decisive_claim(ledger, scope, question) is not None
 
 

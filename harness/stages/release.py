@@ -244,11 +244,13 @@ def root_causes(
     analyzed = analyzed_causes(ledger, claims, scope, question)
     # A component the analyzers looked at is a root cause only on a finding of trouble there.
     model = [c for c in model if rests_on_trouble(c, claims, ledger)]
-    if analyzed:
-        # The analyzers' fact decides: the model's cause for the same component gives way to it.
-        others = [c for c in model if not any(a.component == c.component for a in analyzed)]
-        return (analyzed + others)[:MAX_ROOT_CAUSES]
     ranked = _ranked(claims, ledger, scope)
+    if analyzed:
+        # The analyzers' fact decides: the model's cause for the same component gives way to it, and the
+        # anomaly ranking's other suspects follow (a telemetry cause is the ranking's first, read).
+        out = analyzed + [c for c in model if not any(a.component == c.component for a in analyzed)]
+        out += [r for r in ranked if not any(c.component == r.component for c in out)]
+        return out[:MAX_ROOT_CAUSES]
     if not ranked:
         return model[:MAX_ROOT_CAUSES]
     if model and (model[0].component == ranked[0].component or _rests_on_logs(model[0], claims, ledger)):
@@ -258,6 +260,10 @@ def root_causes(
     mine = {c.component: c for c in rest}
     out = lead + [mine.pop(r.component, r) for r in ranked if not any(c.component == r.component for c in lead)]
     return (out + list(mine.values()))[:MAX_ROOT_CAUSES]
+
+
+def _cluster_decides(decisive: Claim | None) -> bool:
+    return decisive is not None and any(b.source_id.startswith("k8s:") for b in decisive.evidence_bindings)
 
 
 def _ranked(claims: list[Claim], ledger: dict[str, LedgerEntry], scope: QuestionScope | None) -> list[RootCause]:
@@ -426,10 +432,11 @@ def report(
     unseen = limitation(scope, lang) if scope is not None else None
     if unseen:  # the evidence list's own sentence about missing telemetry, copied back, is no hypothesis
         hypotheses = [h for h in hypotheses if content_overlap(h.hypothesis_text, unseen) < ECHO]
-    if decisive_claim(ledger, scope, question) is None:
+    if not _cluster_decides(decisive_claim(ledger, scope, question)):
         # Where the cluster's fact decides the answer, the system adds no runbook's lines beside it: the
         # first runbook of the question's lookup was another failure's as often as not (an image pull
-        # answered beside a connection pool's "look for slow queries").
+        # answered beside a connection pool's "look for slow queries"). A telemetry cause keeps them: the
+        # lookup ran on the same service's symptom.
         claims += _added_guidance(ledger, claims)
     if not claims:
         # Say why: the instruction guard withheld what was supported, the model looped, or nothing was

@@ -178,6 +178,7 @@ class RankAnomaliesTool(_TelemetryTool):
             "score": round(a.score, 2),
             "anomalous": a.anomalous,
             "suspected_category": a.category,
+            "reason": a.category_reason,
             "since": minute(a.onset) if a.onset is not None else None,
             "explained_by": a.explained_by,
             "signals": [

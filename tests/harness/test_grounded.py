@@ -101,14 +101,22 @@ async def test_a_grounded_report_on_a_real_fault(nezha_day: Path) -> None:
     assert content.content_type == "DIAGNOSIS_REPORT", event_data(content)
     payload = content.payload.model_dump()
     causes = payload["root_causes"]
-    assert causes[0]["component"] == "currencyservice"
-    assert causes[0]["claim_ids"] == ["claim-1"] and not causes[0]["indirect"]
+    # The ranking's first service, anomalous in CPU, is the analysis' candidate cause: the ranking's own
+    # line comes first (analyzer-1), and the conclusion names the cause, since the model's did not.
+    assert causes[0]["component"] == "currencyservice" and causes[0]["added_by"] == "analyzer"
+    assert causes[0]["claim_ids"] == ["analyzer-1", "claim-1"] and not causes[0]["indirect"]
+    assert causes[0]["cause"] == "CPU saturation (CPU deviates 3x its baseline spread)"
+    conclusion = payload["report"]["conclusion"]
+    assert conclusion["written_by"] == "template"
+    assert conclusion["text"] == "currencyservice: CPU saturation (CPU deviates 3x its baseline spread)."
     # The report says where its telemetry came from: the replayed day, not the service's own.
     scope = payload["report"]["limitations"]["scope"]
     assert scope.endswith(f"; telemetry: a Nezha replay of {nezha_day.parent.name}/{nezha_day.name}"), scope
     # The claim cites the anomaly ranking: its next services follow as the next suspects.
     assert [c["component"] for c in causes[1:]] == [s for s in model.components if s != "currencyservice"][:2]
-    assert all(c["indirect"] and c["confidence"] == "low" and c["claim_ids"] == ["claim-1"] for c in causes[1:])
+    assert all(
+        c["indirect"] and c["confidence"] == "low" and c["claim_ids"] == ["analyzer-1", "claim-1"] for c in causes[1:]
+    )
     # Routing and planning took no model call, and the claim's terms are all in its evidence: the rule
     # verified it, so the model only answered.
     assert {r.stage for r in model.requests} == {"executor"}
