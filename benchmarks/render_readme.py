@@ -623,6 +623,11 @@ def rca_modalities(d: dict[str, Any]) -> str:
     return _table(header, rows) + f"\n\n{counts}. " + _stamp(d)
 
 
+def _own(by_value: dict[str, Any], value: float) -> str:
+    """The AS@1 / AS@3 a value scores on the day that chose it."""
+    return _as_pair(next(m for v, m in by_value.items() if float(v) == float(value)))
+
+
 def rca_parameters(d: dict[str, Any]) -> str:
     """Each ranking parameter: where it lives, its default, the value each development day chooses and
     what that choice scores on the other day (leave one day out), beside the default's own score."""
@@ -630,7 +635,7 @@ def rca_parameters(d: dict[str, Any]) -> str:
     rows = []
     for p in d["parameters"]:
         by = p["by_value"]
-        default = str(float(p["default"]))
+        default = next(v for v in by[ob] if float(v) == float(p["default"]))
         lodo = p["leave_one_day_out"]
         on_tt = lodo[f"chosen on {ob}, scored on {tt}"]
         on_ob = lodo[f"chosen on {tt}, scored on {ob}"]
@@ -639,8 +644,8 @@ def rca_parameters(d: dict[str, Any]) -> str:
                 f"{p['parameter']} (`{p['where']}`)",
                 f"{p['default']:g}",
                 _as_pair(by[ob][default]) + " · " + _as_pair(by[tt][default]),
-                f"{on_tt['value']:g} → {_as_pair(on_tt)}",
-                f"{on_ob['value']:g} → {_as_pair(on_ob)}",
+                f"{on_tt['value']:g} (OB {_own(by[ob], on_tt['value'])}) → {_as_pair(on_tt)}",
+                f"{on_ob['value']:g} (TT {_own(by[tt], on_ob['value'])}) → {_as_pair(on_ob)}",
                 "yes" if p["kept"] else "**no**",
             ]
         )
@@ -648,14 +653,18 @@ def rca_parameters(d: dict[str, Any]) -> str:
         "parameter",
         "default",
         "default: OB · TT (AS@1 / AS@3)",
-        "chosen on OB → scored on TT",
-        "chosen on TT → scored on OB",
+        "chosen on OB (its OB score) → scored on TT",
+        "chosen on TT (its TT score) → scored on OB",
         "default kept",
     ]
     view = list(d["defaults"])[2]
     lines = "; ".join(
-        f"{name}: AS@1 {m['as1']:.3f}, AS@3 {m['as3']:.3f}, network delays AS@3 {m['network_delay']['as3']:.3f} "
-        f"({m['network_delay']['n']})"
+        f"{name}: AS@1 {m['as1']:.3f}, AS@3 {m['as3']:.3f}"
+        + (
+            f", network delays AS@3 {m['network_delay']['as3']:.3f} ({m['network_delay']['n']})"
+            if m["network_delay"]["n"]
+            else " (no network delays)"
+        )
         for name, m in d["defaults"].items()
     )
     return (
