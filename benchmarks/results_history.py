@@ -44,7 +44,8 @@ def headline(data: dict[str, Any]) -> dict[str, Any]:
         if key in data and (figures := _numbers(data[key])):
             out[key] = figures
     for group in ("runs", "days"):
-        for name, part in (data.get(group) or {}).items():
+        parts = data.get(group)
+        for name, part in parts.items() if isinstance(parts, dict) else ():
             if isinstance(part, dict) and (figures := headline(part)):
                 out[f"{group[:-1]} {name}"] = figures
     return out
@@ -53,7 +54,8 @@ def headline(data: dict[str, Any]) -> dict[str, Any]:
 def _first(data: dict[str, Any], key: str) -> Any:
     if data.get(key):
         return data[key]
-    for part in (data.get("runs") or {}).values():
+    runs = data.get("runs")
+    for part in runs.values() if isinstance(runs, dict) else ():
         if isinstance(part, dict) and part.get(key):
             return part[key]
     return None
