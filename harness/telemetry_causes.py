@@ -38,6 +38,7 @@ CAUSES = {
 }
 WEIGHT = 6
 AGREED_WEIGHT = 8
+TEMPLATE_CHARS = 72
 
 
 def _last_success(ledger: dict[str, LedgerEntry], tool: str) -> LedgerEntry | None:
@@ -82,9 +83,14 @@ def telemetry_findings(ledger: dict[str, LedgerEntry]) -> list[tuple[dict[str, A
     weight = WEIGHT
     found: list[tuple[dict[str, Any], str, str, LedgerEntry]] = []
     if category == "dependency" and (locks := _lock_wait_template(ledger, service)) is not None:
+        # One sentence that fits a root cause's 200 characters: the statement (its template, shortened),
+        # how many of its lines are new, and the wait the ranking measured.
+        template = str(locks.get("template") or "")
+        template = template if len(template) <= TEMPLATE_CHARS else template[: TEMPLATE_CHARS - 1] + "…"
+        waits = reason.removeprefix(CAUSES["dependency"]).strip(" ()")
         cause = (
-            f"queries waiting on row locks hold its database connections: '{locks.get('template')}' "
-            f"({locks.get('count')} lines in the window, {locks.get('status')}); {cause}"
+            f"queries waiting on row locks hold its database connections ('{template}', "
+            f"{locks.get('count')} {locks.get('status')} lines{'; ' + waits if waits else ''})"
         )
         weight = AGREED_WEIGHT
     finding = {

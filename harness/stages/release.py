@@ -491,7 +491,11 @@ def report(
     written_by = "model"
     lead = causes[0] if causes and causes[0].added_by == "analyzer" else None
     answer = answering_finding(ledger, scope, question) if lead is None else None
-    if decisive is not None and summary == decisive.claim_text:
+    if lead is not None and not _cluster_decides(decisive) and not names_cause(summary, lead):
+        # A telemetry cause: the ranking's line is measurements, not a sentence; the cause composed from
+        # it is (the model's summary did not name it, or was unusable and fell back to that line).
+        summary, written_by = composed_conclusion(lead, lang), "template"
+    elif decisive is not None and summary == decisive.claim_text:
         written_by = "template"  # the analyzer's own line stands as the conclusion (the model's was unusable)
     elif lead is not None and not names_cause(summary, lead):
         summary, written_by = composed_conclusion(lead, lang), "template"
