@@ -49,19 +49,10 @@ DELAY_S = 300.0
 
 
 @contextmanager
-def _signal_weight(name: str, value: float) -> Iterator[None]:
+def _signal_field(name: str, field: str, value: float) -> Iterator[None]:
+    """The catalogue's signal ``name`` with ``field`` (its weight or floor) set to ``value``."""
     saved = SIGNALS[name]
-    SIGNALS[name] = dataclasses.replace(saved, weight=value)
-    try:
-        yield
-    finally:
-        SIGNALS[name] = saved
-
-
-@contextmanager
-def _signal_floor(name: str, value: float) -> Iterator[None]:
-    saved = SIGNALS[name]
-    SIGNALS[name] = dataclasses.replace(saved, floor=value)
+    SIGNALS[name] = dataclasses.replace(saved, **{field: value})
     try:
         yield
     finally:
@@ -93,14 +84,14 @@ PARAMETERS = [
         "telemetry/signals.py",
         SIGNALS["edge_delay"].weight,
         [0.5, 1.0, 2.0, 4.0],
-        lambda v: _signal_weight("edge_delay", v),
+        lambda v: _signal_field("edge_delay", "weight", v),
     ),
     Parameter(
         "edge_gap floor (s)",
         "telemetry/signals.py",
         SIGNALS["edge_gap"].floor,
         [0.001, 0.005, 0.02],
-        lambda v: _signal_floor("edge_gap", v),
+        lambda v: _signal_field("edge_gap", "floor", v),
     ),
     Parameter(
         "edge gap reference quantile",
@@ -121,14 +112,14 @@ PARAMETERS = [
         "telemetry/signals.py",
         SIGNALS["log_errors"].weight,
         [1.0, 4.0, 8.0, 16.0],
-        lambda v: _signal_weight("log_errors", v),
+        lambda v: _signal_field("log_errors", "weight", v),
     ),
     Parameter(
         "lost_events weight",
         "telemetry/signals.py",
         SIGNALS["lost_events"].weight,
         [1.0, 4.0, 8.0, 16.0],
-        lambda v: _signal_weight("lost_events", v),
+        lambda v: _signal_field("lost_events", "weight", v),
     ),
 ]
 
