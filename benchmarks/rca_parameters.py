@@ -52,7 +52,8 @@ DELAY_S = 300.0
 def _signal_field(name: str, field: str, value: float) -> Iterator[None]:
     """The catalogue's signal ``name`` with ``field`` (its weight or floor) set to ``value``."""
     saved = SIGNALS[name]
-    SIGNALS[name] = dataclasses.replace(saved, **{field: value})
+    changes: dict[str, Any] = {field: value}
+    SIGNALS[name] = dataclasses.replace(saved, **changes)
     try:
         yield
     finally:
