@@ -124,8 +124,8 @@ SUSPECTS = {
     "en": "The anomaly ranking's first suspects (measured by the tools, not confirmed):",
 }
 ANALYZED = {
-    "zh": "集群分析器发现的原因（工具测得，未经模型确认）：",
-    "en": "What the cluster analyzers found (measured by the tools, not confirmed by the model):",
+    "zh": "分析器发现的原因（工具测得，未经模型确认）：",
+    "en": "What the analyzers found (measured by the tools, not confirmed by the model):",
 }
 LOOPED = {
     "en": "The model's draft repeated itself in a loop and was dropped; nothing else it wrote was supported.",
