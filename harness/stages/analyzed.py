@@ -198,10 +198,13 @@ def decisive_claim(ledger: dict[str, LedgerEntry], scope: QuestionScope | None, 
     return hit.claim("analyzer-1") if hit is not None else None
 
 
-def decided_by_analysis(ledger: dict[str, LedgerEntry], scope: QuestionScope | None, question: str = "") -> bool:
-    """The analyzers (the cluster's, the telemetry's) found a candidate cause or the answer itself: the
-    model only narrates."""
-    return decisive_claim(ledger, scope, question) is not None
+def decided_by_the_cluster(ledger: dict[str, LedgerEntry], scope: QuestionScope | None, question: str = "") -> bool:
+    """The cluster analyzers found a candidate cause or the answer itself: the model only narrates, in the
+    one-finding answer (a telemetry cause keeps the model's findings: the measured lines beside it, the
+    lock-waiting query and the latency it caused, are what the report explains; with the one-finding
+    answer the embedded model's demo answer fell back, tests/serve/test_real_diagnosis.py)."""
+    fact = decisive_claim(ledger, scope, question)
+    return fact is not None and any(b.source_id.startswith("k8s:") for b in fact.evidence_bindings)
 
 
 def names_cause(text: str, cause: RootCause) -> bool:

@@ -24,7 +24,7 @@ from harness.model import Message, ModelResponse, ToolCall
 from harness.playbook import about_the_question, run_playbook
 from harness.prompts import render
 from harness.question_scope import limitation, question_scope
-from harness.stages.analyzed import decided_by_analysis, decisive_claim
+from harness.stages.analyzed import decided_by_the_cluster, decisive_claim
 from harness.stages.answer import (
     RUNBOOK_TOOL,
     AnswerError,
@@ -202,7 +202,7 @@ async def _grounded(
             yield event
     system = render("answer", ctx.lang, retry=retry_text(retry, ctx.lang))
     messages = [Message("system", system), Message("user", user)]
-    decided = ctx.scope is not None and decided_by_analysis(ctx.boundary.ledger, ctx.scope, ctx.question)
+    decided = ctx.scope is not None and decided_by_the_cluster(ctx.boundary.ledger, ctx.scope, ctx.question)
     step, response, ms = await _agent_call(
         ctx, messages, json_schema=answer_schema(spans, components, decided), budget="executor_answer"
     )
