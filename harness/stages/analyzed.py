@@ -203,8 +203,12 @@ def decided_by_the_cluster(ledger: dict[str, LedgerEntry], scope: QuestionScope 
     one-finding answer (a telemetry cause keeps the model's findings: the measured lines beside it, the
     lock-waiting query and the latency it caused, are what the report explains; with the one-finding
     answer the embedded model's demo answer fell back, tests/serve/test_real_diagnosis.py)."""
-    fact = decisive_claim(ledger, scope, question)
-    return fact is not None and any(b.source_id.startswith("k8s:") for b in fact.evidence_bindings)
+    return is_cluster_fact(decisive_claim(ledger, scope, question))
+
+
+def is_cluster_fact(claim: Claim | None) -> bool:
+    """A decisive claim that cites a cluster analyzer's finding (its key ``k8s:…``), not the telemetry's."""
+    return claim is not None and any(b.source_id.startswith("k8s:") for b in claim.evidence_bindings)
 
 
 def names_cause(text: str, cause: RootCause) -> bool:

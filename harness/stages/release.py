@@ -37,6 +37,7 @@ from harness.stages.analyzed import (
     answering_finding,
     composed_conclusion,
     decisive_claim,
+    is_cluster_fact,
     names_cause,
     rests_on_trouble,
     states_answer,
@@ -262,10 +263,6 @@ def root_causes(
     return (out + list(mine.values()))[:MAX_ROOT_CAUSES]
 
 
-def _cluster_decides(decisive: Claim | None) -> bool:
-    return decisive is not None and any(b.source_id.startswith("k8s:") for b in decisive.evidence_bindings)
-
-
 def _ranked(claims: list[Claim], ledger: dict[str, LedgerEntry], scope: QuestionScope | None) -> list[RootCause]:
     """The anomaly ranking's first ``RANKED_CANDIDATES`` services in scope, as added root causes. Where no
     released finding cites the ranking, its services that released findings are about (a log template or a
@@ -432,7 +429,7 @@ def report(
     unseen = limitation(scope, lang) if scope is not None else None
     if unseen:  # the evidence list's own sentence about missing telemetry, copied back, is no hypothesis
         hypotheses = [h for h in hypotheses if content_overlap(h.hypothesis_text, unseen) < ECHO]
-    if not _cluster_decides(decisive_claim(ledger, scope, question)):
+    if not is_cluster_fact(decisive_claim(ledger, scope, question)):
         # Where the cluster's fact decides the answer, the system adds no runbook's lines beside it: the
         # first runbook of the question's lookup was another failure's as often as not (an image pull
         # answered beside a connection pool's "look for slow queries"). A telemetry cause keeps them: the
@@ -491,7 +488,7 @@ def report(
     written_by = "model"
     lead = causes[0] if causes and causes[0].added_by == "analyzer" else None
     answer = answering_finding(ledger, scope, question) if lead is None else None
-    if lead is not None and not _cluster_decides(decisive) and not names_cause(summary, lead):
+    if lead is not None and not is_cluster_fact(decisive) and not names_cause(summary, lead):
         # A telemetry cause: the ranking's line is measurements, not a sentence; the cause composed from
         # it is (the model's summary did not name it, or was unusable and fell back to that line).
         summary, written_by = composed_conclusion(lead, lang), "template"
