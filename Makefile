@@ -44,7 +44,7 @@ install-bge: $(BGE_STAMP)
 run: install
 	$(BIN)/raydiag --config $(CONFIG) db upgrade
 	$(BIN)/raydiag --config $(CONFIG) models pull
-	$(BIN)/raydiag --config $(CONFIG) ingest knowledge/runbooks
+	$(BIN)/raydiag --config $(CONFIG) ingest --packs default
 	$(BIN)/raydiag --config $(CONFIG) serve
 
 # The same service with the recorded demo Kubernetes cluster (knowledge/cluster/demo.json, docs/kubernetes.md).

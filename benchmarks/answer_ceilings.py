@@ -128,6 +128,8 @@ def retrieval(cases: list[dict[str, Any]], config_path: Path) -> list[dict[str, 
                         "q": case["q"],
                         "lang": lang_of(case),
                         "keys": [b["key"] for b in blocks],
+                        "attempt": found.retrieval_details.get("selected_attempt"),
+                        "similarity": max((b["qualityScore"] for b in blocks), default=None),
                         "correct": names_cause(case, text),
                     }
                 )

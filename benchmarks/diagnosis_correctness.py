@@ -16,9 +16,9 @@ recommendations and root causes with their ``cause``; a fallback's text and next
 case-insensitively as substrings. An off-topic question is right when it gets a CHAT_ANSWER.
 
 The service is started as ``make run`` starts it (``raydiag serve`` on ``--config``, default model or
-``--model``), with a knowledge base of its own: the bundled runbooks and the public runbook corpora of
-``../shared/data`` (prometheus-operator, OpenShift, GitLab.com, kubernetes-mixin, KubeSphere, PingCAP),
-none written for these questions. ``--base-url`` uses a service already running (its own knowledge).
+``--model``), with a knowledge base of its own holding what ``make run`` serves: the default knowledge packs
+(``raydiag ingest --packs default``, ``knowledge/packs/``), none written for these questions.
+``--base-url`` uses a service already running (its own knowledge).
 
     python benchmarks/diagnosis_correctness.py [--split report|tune|all] [--model NAME] [--ids t01,t02]
 
@@ -54,17 +54,6 @@ from evaluation.answer_keys import names_answer, names_cause, released_text, sco
 
 QUESTIONS = ROOT / "benchmarks" / "data" / "diagnosis_truth.json"
 OUT = ROOT / "benchmarks" / "results" / "diagnosis_correctness.json"
-DATA = ROOT.parent / "shared" / "data"
-# The public runbook corpora (none written for any question) beside the bundled runbooks.
-CORPORA = (
-    "prometheus-operator-runbooks/runbooks",
-    "openshift-runbooks/alerts",
-    "gitlab-com-runbooks",
-    "kubernetes-mixin-runbook",
-    "kubesphere-alert-runbooks-zh/content.zh",
-    "pingcap-docs-cn-troubleshooting",
-)
-SKIP_NAMES = {"SOURCE.md", "LICENSE.md", "README.md", "_index.md", "example.md"}
 TARGETS = {"correct_rate": 0.6, "misattributed_rate": 0.05, "chat_rate_offtopic": 1.0, "cost_tokens": 600}
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -78,17 +67,6 @@ def lang_of(case: dict[str, Any]) -> str:
 # -- the knowledge base --------------------------------------------------------------------------------
 
 
-def corpus_paths() -> list[str]:
-    paths = [str(ROOT / "knowledge" / "runbooks")]
-    for folder in CORPORA:
-        base = DATA / folder
-        if not base.exists():
-            print(f"missing corpus {base}: the knowledge base is smaller than the benchmark's", file=sys.stderr)
-            continue
-        paths += [str(p) for p in sorted(base.rglob("*.md")) if p.is_file() and p.name not in SKIP_NAMES]
-    return paths
-
-
 def own_knowledge_config(config: Path, work: Path) -> Path:
     """The config with the benchmark's own collection, ingested before the service starts (Milvus Lite's
     data dir belongs to one process)."""
@@ -98,7 +76,8 @@ def own_knowledge_config(config: Path, work: Path) -> Path:
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
     cli = [sys.executable, "-m", "cli.main", "--config", str(path)]
     started = time.perf_counter()
-    done = subprocess.run([*cli, "ingest", *corpus_paths()], cwd=ROOT, capture_output=True, text=True)
+    # The default packs, as `make run` ingests them: the knowledge base users get is the one measured.
+    done = subprocess.run([*cli, "ingest", "--packs", "default"], cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"ingest failed: {done.stderr[-2000:]}")
     print(done.stdout.strip().splitlines()[-1], f"({time.perf_counter() - started:.0f} s)", flush=True)

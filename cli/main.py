@@ -183,29 +183,85 @@ def _cmd_models_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
-    from rag.embedders import embedder_for
-    from rag.ingest import ingest_paths
+    from rag.embedders import cached_embedder_for, embedder_name
+    from rag.ingest import Document, find_documents, ingest_documents, pack_documents
+    from rag.packs import load_packs, loaded_packs, record_loaded, select_packs
     from rag.store import KnowledgeStore
 
+    if not args.paths and not args.packs:
+        print("name documents to ingest, or --pack NAME / --packs default|all (raydiag packs lists them)")
+        return 2
     cfg = load_config(args.config)
-    embedder = embedder_for(cfg.search)
-    # Milvus Lite's data dir belongs to one process: ingest before `serve`, or against a Milvus server.
-    store = KnowledgeStore(
-        cfg.search.milvus_uri, cfg.search.collection, embedder.dim, embedder.sparse, rebuild_outdated=True
-    )
-    if store.rebuilt:
-        print(f"the collection {cfg.search.collection!r} had an older schema: rebuilt it empty", file=sys.stderr)
     try:
-        report = ingest_paths(
-            [Path(p) for p in args.paths], store, embedder, domain=args.domain, max_chars=cfg.search.chunk_max_chars
-        )
+        packs = select_packs(args.packs or [], load_packs())
+    except KeyError as err:
+        print(err.args[0], file=sys.stderr)
+        return 2
+    for pack in packs:
+        if not pack.available:
+            print(f"pack {pack.name!r}: its documents are not here ({pack.root}); left out", file=sys.stderr)
+    packs = [p for p in packs if p.available]
+    embedder = cached_embedder_for(cfg.search)
+    # Milvus Lite's data dir belongs to one process: ingest before `serve`, or against a Milvus server.
+    s = cfg.search
+    store = KnowledgeStore(s.milvus_uri, s.collection, embedder.dim, embedder.sparse, rebuild_outdated=True)
+    if store.rebuilt:
+        print(f"the collection {s.collection!r} had an older schema: rebuilt it empty", file=sys.stderr)
+    started = time.perf_counter()
+    digests = {p.name: p.digest(f"{s.chunk_max_chars}:{embedder_name(s)}") for p in packs}
+    before = loaded_packs(s.milvus_uri, s.collection)
+    try:
+        # A pack whose digest the collection's manifest records, with as many chunks filed under it as it
+        # recorded, is there already: a later `make run` re-reads the files, it does not re-insert them.
+        unchanged = [
+            p
+            for p in packs
+            if p.domain
+            and not store.rebuilt
+            and before.get(p.name, {}).get("digest") == digests[p.name]
+            and store.count(p.domain) == before[p.name].get("chunks")
+        ]
+        changed = [p for p in packs if p not in unchanged]
+        for pack in changed:
+            if pack.domain:
+                store.delete_domain(pack.domain)
+        documents = [Document(f, args.domain) for p in args.paths for f in find_documents(Path(p))]
+        report = ingest_documents(documents + pack_documents(changed), store, embedder, max_chars=s.chunk_max_chars)
+        counts = {p.name: store.count(p.domain) if p.domain else None for p in changed}
     finally:
         store.close()
+    record_loaded(
+        s.milvus_uri,
+        s.collection,
+        {
+            p.name: {"digest": digests[p.name], "chunks": counts[p.name], "commit": p.commit, "license": p.license}
+            for p in changed
+        },
+    )
+    cached = getattr(embedder, "hits", None)
+    kept = f"; {len(unchanged)} packs unchanged, not re-ingested" if unchanged else ""
     print(
-        f"ingested {report.documents} documents as {report.chunks} chunks "
-        f"({report.skipped} empty skipped, {report.renamed} named by their folder: another file had their name); "
+        f"ingested {report.documents} documents as {report.chunks} chunks in {time.perf_counter() - started:.0f} s "
+        f"({report.skipped} empty skipped, {report.renamed} named by their folder: another file had their name"
+        + (f"; {cached} chunks' embeddings from the cache" if cached is not None else "")
+        + f"{kept}); packs: {', '.join(p.name for p in packs) or 'none'}; "
         f"the collection holds {report.collection_total} chunks"
     )
+    return 0
+
+
+def _cmd_packs(args: argparse.Namespace) -> int:
+    from rag.packs import load_packs, loaded_packs
+
+    cfg = load_config(args.config)
+    loaded = loaded_packs(cfg.search.milvus_uri, cfg.search.collection)
+    for pack in load_packs().values():
+        docs = len(pack.documents()) if pack.available else 0
+        state = "loaded" if pack.name in loaded else ("available" if pack.available else "missing")
+        print(
+            f"{pack.name:30} {'default' if pack.default else '':8} {state:10} {docs:4} docs  "
+            f"{pack.license:14} {pack.repository}"
+        )
     return 0
 
 
@@ -446,9 +502,19 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_parser("list", help="known models").set_defaults(fn=_cmd_models_list)
 
     ing = sub.add_parser("ingest", help="chunk, embed and index documents (idempotent per document)")
-    ing.add_argument("paths", nargs="+")
+    ing.add_argument("paths", nargs="*", help="files or folders of Markdown/text documents")
+    ing.add_argument(
+        "--pack",
+        "--packs",
+        dest="packs",
+        action="append",
+        metavar="NAME",
+        help="a knowledge pack (knowledge/packs/NAME), or 'default' / 'all'; repeatable",
+    )
     ing.add_argument("--domain", default=None, help="knowledge domain (default: front matter or folder name)")
     ing.set_defaults(fn=_cmd_ingest)
+    packs = sub.add_parser("packs", help="the knowledge packs: default, loaded into the collection, documents")
+    packs.set_defaults(fn=_cmd_packs)
 
     ev = sub.add_parser("eval", help="evaluations").add_subparsers(dest="eval_command", required=True)
     er = ev.add_parser("retrieval", help="dense / BM25 / hybrid nDCG@10 and recall on a BEIR-layout dataset")

@@ -123,7 +123,7 @@ def _embed(embedder: DeploymentHandle | None) -> Embed | None:
 
 
 # What each readiness probe asks a deployment, and the key its answer goes under (None: it is a dict).
-PROBES = {"llm": ("models", "models"), "embedder": ("info", None), "search": ("count", "chunks")}
+PROBES = {"llm": ("models", "models"), "embedder": ("info", None), "search": ("knowledge", None)}
 
 
 def readiness_probes(

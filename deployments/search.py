@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from ray import serve
 
+from rag.packs import loaded_packs
 from rag.store import FusionSettings, Hit, KnowledgeStore, SearchMode
 
 
@@ -19,6 +20,7 @@ class SearchDeployment:
         self, uri: str, collection: str, dim: int, lexical: bool = False, fusion: FusionSettings | None = None
     ) -> None:
         self.store = KnowledgeStore(uri, collection, dim, lexical)
+        self.uri, self.collection = uri, collection
         self.fusion = fusion or FusionSettings()
         # Milvus Lite's embedded client is not safe across threads: one call at a time. A Milvus
         # server's gRPC client is, and serialising every lookup there would cap a replica at one.
@@ -49,3 +51,7 @@ class SearchDeployment:
     async def count(self) -> int:
         async with self._one_at_a_time():
             return await asyncio.to_thread(self.store.count)
+
+    async def knowledge(self) -> dict[str, Any]:
+        """What /healthz says of the knowledge base: its chunks and the packs ingested into it."""
+        return {"chunks": await self.count(), "packs": sorted(loaded_packs(self.uri, self.collection))}

@@ -316,6 +316,7 @@ class Reference(_Strict):
     scope: str
     tool_call_id: str | None = None
     excerpt: str | None = None
+    url: str | None = None  # a knowledge-base passage's page, to read it whole
 
 
 class DiagnosisReportPayload(_Strict):

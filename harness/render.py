@@ -52,5 +52,6 @@ def render_content(content_type: str, payload: dict[str, Any]) -> str:
         lines += ["", "References:"]
         for r in refs:
             excerpt = f' — "{r["excerpt"]}"' if r.get("excerpt") else ""
-            lines.append(f"  [{r['source_type']}] {r['source']} ({r.get('tool_call_id') or ''}){excerpt}")
+            page = f" {r['url']}" if r.get("url") else ""
+            lines.append(f"  [{r['source_type']}] {r['source']}{page} ({r.get('tool_call_id') or ''}){excerpt}")
     return "\n".join(lines)

@@ -133,9 +133,18 @@ def chunk_document(
     return chunks
 
 
-def chunk_file(path: Path, domain: str | None = None, max_chars: int = 700) -> list[Chunk]:
-    """Chunk a .md/.txt file; front matter may give ``title`` and ``domain`` (the argument wins)."""
-    meta, body = parse_front_matter(path.read_text(encoding="utf-8"))
+def chunk_file(
+    path: Path,
+    domain: str | None = None,
+    max_chars: int = 700,
+    text: str | None = None,
+    source: str | None = None,
+) -> list[Chunk]:
+    """Chunk a .md/.txt file; front matter may give ``title``, ``domain`` (the argument wins) and ``url``
+    (the page's public address, cited as its source). ``text``: the file as read through its markup
+    (``rag/markup.py``); ``source``: the address to cite where the front matter has none."""
+    meta, body = parse_front_matter(path.read_text(encoding="utf-8") if text is None else text)
     dom = domain or str(meta.get("domain") or path.parent.name or "general")
     title = str(meta["title"]) if meta.get("title") else None
-    return chunk_document(doc_id_for(path), body, domain=dom, source=str(path), title=title, max_chars=max_chars)
+    cited = str(meta.get("url") or source or path)
+    return chunk_document(doc_id_for(path), body, domain=dom, source=cited, title=title, max_chars=max_chars)

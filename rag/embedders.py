@@ -41,3 +41,23 @@ def make_embedder(
 def embedder_for(s: SearchSettings) -> Embedder:
     """The configured backend (``search.embedder`` and its BGE-M3 settings), in this process."""
     return make_embedder(s.embedder, s.bge_m3_model, s.embedder_device, s.bge_m3_runtime, s.bge_m3_max_length)
+
+
+def embedder_name(s: SearchSettings) -> str:
+    """What the embedding cache files vectors under: the backend and whatever changes its vectors."""
+    if s.embedder == "usem3":
+        return "usem3"
+    return f"bge-m3:{s.bge_m3_model}:{s.bge_m3_runtime}:{s.bge_m3_max_length}"
+
+
+def cached_embedder_for(s: SearchSettings) -> Embedder:
+    """The configured embedder behind the on-disk cache of ``search.embedding_cache`` (ingest only: a
+    query is embedded once)."""
+    embedder = embedder_for(s)
+    if not s.embedding_cache:
+        return embedder
+    from pathlib import Path
+
+    from rag.embedding_cache import CachedEmbedder
+
+    return CachedEmbedder(embedder, embedder_name(s), Path(s.embedding_cache))  # type: ignore[return-value]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rag.chunking import Chunk, chunk_file, doc_id_for
 from rag.encoded import Embedder, Encoded
+from rag.packs import Pack
 from rag.store import KnowledgeStore
 
 SUFFIXES = {".md", ".markdown", ".txt"}
@@ -46,6 +47,17 @@ def _own_id(chunks: list[Chunk], path: Path, owners: dict[str, Path]) -> list[Ch
     return chunks
 
 
+@dataclass(frozen=True)
+class Document:
+    """A file to ingest: its domain (None: front matter or folder), its text as read through its markup
+    (None: the file as it is) and the address it is cited by (None: front matter ``url`` or its path)."""
+
+    path: Path
+    domain: str | None = None
+    text: str | None = None
+    source: str | None = None
+
+
 def ingest_paths(
     paths: Iterable[Path],
     store: KnowledgeStore,
@@ -55,12 +67,29 @@ def ingest_paths(
     batch: int = 64,
     max_chars: int = 700,
 ) -> IngestReport:
+    documents = [Document(f, domain) for p in paths for f in find_documents(p)]
+    return ingest_documents(documents, store, embedder, progress, batch, max_chars)
+
+
+def pack_documents(packs: Iterable[Pack]) -> list[Document]:
+    """Each pack's documents, filed under its domain (the system they are about), read through its markup."""
+    return [Document(path, pack.domain, pack.text(path), pack.url(path)) for pack in packs for path in pack.documents()]
+
+
+def ingest_documents(
+    documents: list[Document],
+    store: KnowledgeStore,
+    embedder: Embedder,
+    progress: bool = True,
+    batch: int = 64,
+    max_chars: int = 700,
+) -> IngestReport:
     report = IngestReport()
-    files = [f for p in paths for f in find_documents(p)]
     pending: list[tuple[str, list[Chunk], Encoded]] = []
     owners: dict[str, Path] = {}
-    for n, path in enumerate(files, 1):
-        chunks: list[Chunk] = chunk_file(path, domain=domain, max_chars=max_chars)
+    for n, doc in enumerate(documents, 1):
+        path = doc.path
+        chunks: list[Chunk] = chunk_file(path, doc.domain, max_chars, doc.text, doc.source)
         if not chunks:
             report.skipped += 1
             continue
@@ -77,11 +106,11 @@ def ingest_paths(
         report.chunks += len(chunks)
         if progress:
             width = 30
-            done = int(width * n / len(files))
-            sys.stderr.write(f"\r[{'#' * done}{'.' * (width - done)}] {n}/{len(files)} {path.name[:40]:40}")
+            done = int(width * n / len(documents))
+            sys.stderr.write(f"\r[{'#' * done}{'.' * (width - done)}] {n}/{len(documents)} {path.name[:40]:40}")
             sys.stderr.flush()
     store.replace_documents(pending)
-    if progress and files:
+    if progress and documents:
         sys.stderr.write("\n")
     store.finish_ingest()
     report.collection_total = store.count()

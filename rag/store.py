@@ -40,6 +40,7 @@ class Hit:
     domain: str
     score: float  # fused score (hybrid), IP (dense) or BM25
     similarity: float  # dense cosine similarity to the query: the quality gate
+    source: str = ""  # where the chunk came from: its page's public address, or the file's path
 
 
 class Candidate(NamedTuple):
@@ -71,7 +72,17 @@ NAMED_CHUNKS = 64  # a runbook is a few to twenty chunks; two or three runbooks 
 
 def _hit(row: dict[str, Any], score: float, similarity: float) -> Hit:
     """A stored chunk (``KnowledgeStore._FIELDS``) as a hit."""
-    return Hit(row["key"], row["doc_id"], row["title"], row["heading"], row["text"], row["domain"], score, similarity)
+    return Hit(
+        row["key"],
+        row["doc_id"],
+        row["title"],
+        row["heading"],
+        row["text"],
+        row["domain"],
+        score,
+        similarity,
+        str(row.get("source") or ""),
+    )
 
 
 def _similarity(row: dict[str, Any], qvec: np.ndarray) -> float:
@@ -412,8 +423,16 @@ class KnowledgeStore:
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
 
-    def count(self) -> int:
-        res = self.client.query(self.collection, filter="chunk_index >= 0", output_fields=["count(*)"])
+    def delete_domain(self, domain: str) -> None:
+        """Every chunk filed under ``domain``: a pack ingested anew loses the pages it no longer has."""
+        where = domain_filter([domain])
+        if where:
+            self.client.delete(self.collection, filter=where)
+
+    def count(self, domain: str | None = None) -> int:
+        """The collection's chunks, or those filed under ``domain`` (a validated name)."""
+        where = domain_filter([domain]) if domain else "chunk_index >= 0"
+        res = self.client.query(self.collection, filter=where, output_fields=["count(*)"])
         return int(res[0]["count(*)"])
 
     def close(self) -> None:
@@ -549,7 +568,7 @@ class KnowledgeStore:
         script = mode == "hybrid" and fusion.script_aware
         return fuse(lists, fusion, limit, cjk_share(query) if script else None)
 
-    _FIELDS = ["key", "doc_id", "title", "heading", "text", "domain", "dense"]
+    _FIELDS = ["key", "doc_id", "title", "heading", "text", "domain", "source", "dense"]
 
     def doc_chunks(self, doc_id: str, qvec: np.ndarray) -> list[Hit]:
         """Every chunk of one document, each with its dense similarity to the query and no search score

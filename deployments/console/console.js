@@ -109,7 +109,9 @@ function renderReferenceList(refs, keys, used) {
       el("summary", { text: key }),
       ref ? el("div", {},
         el("div", {}, el("span", { class: "badge", text: ref.source_type }), ref.source,
-          ref.tool_call_id ? el("span", { class: "muted" }, "  · call ", el("code", { text: ref.tool_call_id })) : null),
+          ref.tool_call_id ? el("span", { class: "muted" }, "  · call ", el("code", { text: ref.tool_call_id })) : null,
+          // Only an http(s) page address becomes a link: a reference is built from stored data.
+          /^https?:\/\//.test(ref.url || "") ? el("span", {}, "  · ", el("a", { href: ref.url, target: "_blank", rel: "noopener", text: "page" })) : null),
         el("div", { class: "muted", text: ref.scope }),
         ref.excerpt ? el("pre", { class: "excerpt", text: ref.excerpt }) : el("em", { text: "no excerpt" }))
         : el("em", { text: "no reference carries this key" })));

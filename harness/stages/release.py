@@ -180,6 +180,14 @@ class Release:
     conclusion: str
 
 
+def _page(entry: LedgerEntry, key: str) -> str | None:
+    """The public page of the knowledge-base block ``key`` in a lookup's result, where its pack gives one."""
+    if entry.tool_name != "lookup_knowledge":
+        return None
+    blocks = entry.result.output.get("evidence") or []
+    return next((str(b["url"]) for b in blocks if isinstance(b, dict) and b.get("key") == key and b.get("url")), None)
+
+
 def _references(claims: list[Claim], ledger: dict[str, LedgerEntry]) -> list[Reference]:
     refs: dict[tuple[str, str], Reference] = {}
     for claim in claims:
@@ -197,6 +205,7 @@ def _references(claims: list[Claim], ledger: dict[str, LedgerEntry]) -> list[Ref
                     scope=scope[:200],
                     tool_call_id=cid,
                     excerpt=b.evidence_excerpt[:300],
+                    url=_page(entry, b.source_id),
                 )
     return list(refs.values())
 

@@ -283,6 +283,21 @@ def test_measured_lines_stand_as_added_findings_when_the_model_drew_none() -> No
     assert [r["source_type"] for r in payload["references"]][:1] == ["LOGS"]
 
 
+def test_a_knowledge_pack_passage_is_referenced_with_its_page() -> None:
+    """Guidance quoted from a pack's page carries the page's address in its reference, to read it whole;
+    a block without one (a file of the user's own) carries none."""
+    ledger = _runbook_ledger()
+    page = "https://kubernetes.io/docs/tasks/debug/debug-application/debug-pods/"
+    ledger["c9"].result.output["evidence"][0]["url"] = page
+    draft = ExecutorEvidence(diagnosis_summary="", claims=[], user_facing_answer="")
+    question = "After the rollout frontend pods never become Ready (KubePodNotReady). What did we break?"
+    payload = report(draft, ledger, "en", None, QuestionScope(frozenset({"frontend"})), question).payload
+    refs = payload.model_dump()["references"]
+    assert [(r["source"], r["url"]) for r in refs] == [("kubepodnotready", page)]
+    plain = report(draft, _runbook_ledger(), "en", None, QuestionScope(frozenset({"frontend"})), question)
+    assert [r["url"] for r in plain.payload.model_dump()["references"]] == [None]
+
+
 def _lookup_ledger(titles: list[str]) -> dict[str, LedgerEntry]:
     blocks = [
         {

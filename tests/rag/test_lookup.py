@@ -13,7 +13,7 @@ from harness.contracts import RetrievalDetails
 from harness.tools.lookup_knowledge import LookupKnowledgeTool
 from rag.embedding import Encoded, Usem3Embedder
 from rag.ingest import ingest_paths
-from rag.lookup import KnowledgeLookupService, LookupSettings
+from rag.lookup import KnowledgeLookupService, LookupSettings, named_domains
 from rag.store import FusionSettings, Hit, KnowledgeStore, domain_filter, named_slugs
 from tests.conftest import REPO
 
@@ -382,3 +382,46 @@ async def test_a_runbook_the_search_agrees_on_brings_its_cause_section(
     assert [b["key"] for b in out.agent_view["evidence"]] == ["spooler-stall#chunk-0", "spooler-stall#chunk-2"]
     added = out.retrieval_details["blocks"][1]
     assert added["score"] == 0 and added["qualityScore"] > 0
+
+
+def test_named_systems_are_whole_words() -> None:
+    systems = (("redis", ("redis", "valkey")), ("postgresql", ("postgres", "postgresql")))
+    assert named_domains("Redis 延迟很高", systems) == ["redis"]
+    assert named_domains("redistribute the load; postgres-exporter is down", systems) == ["postgresql"]
+    assert named_domains("valkey-cart 的 pod 频繁重启", systems) == ["redis"]
+    assert named_domains("the disk is full", systems) == []
+
+
+async def test_a_named_system_is_searched_first_then_everything() -> None:
+    # The searcher stands in for Milvus: the Redis documents hold nothing close to this question about
+    # Redis (similarity under the gate), so the whole knowledge base is searched next.
+    domains: list[list[str] | None] = []
+
+    async def embed(texts: list[str]) -> Encoded:
+        return Encoded(np.ones((len(texts), 4), dtype=np.float32))
+
+    async def search(q: str, v: Any, lex: Any, mode: str, k: int, d: list[str] | None, g: Any) -> list[Hit]:
+        domains.append(d)
+        return [hit("far#chunk-0", 1.0, 0.1)] if d else [hit("near#chunk-0", 1.0, 0.5)]
+
+    settings = LookupSettings(systems=(("redis", ("redis",)),))
+    out = await KnowledgeLookupService(embed, search, settings).lookup("redis cache timeouts", "c")
+    d = out.retrieval_details
+    assert domains[:2] == [["redis", "cache", "api-latency"], None]
+    assert [(a["name"], a["usable"]) for a in d["attempts"]] == [("NAMED_SYSTEM", False), ("UNFILTERED_VECTOR", True)]
+    assert out.agent_view["evidence"][0]["key"] == "near#chunk-0"
+
+
+async def test_a_question_naming_a_runbook_is_not_narrowed_to_its_system() -> None:
+    domains: list[list[str] | None] = []
+
+    async def embed(texts: list[str]) -> Encoded:
+        return Encoded(np.ones((len(texts), 4), dtype=np.float32))
+
+    async def search(q: str, v: Any, lex: Any, mode: str, k: int, d: list[str] | None, g: Any) -> list[Hit]:
+        domains.append(d)
+        return [hit("corednserrorshigh#chunk-0", 1.0, 0.5)]
+
+    settings = LookupSettings(systems=(("coredns", ("coredns",)),))
+    await KnowledgeLookupService(embed, search, settings).lookup("CoreDNSErrorsHigh is firing on coredns", "c")
+    assert domains == [None]

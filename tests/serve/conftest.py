@@ -26,11 +26,11 @@ def _free_port() -> int:
 TEST_MODEL = "smollm2-135m-instruct"
 
 
-def ingest_in_subprocess(milvus_uri: str, path: Path, work: Path) -> None:
+def ingest_in_subprocess(milvus_uri: str, pack: str, work: Path) -> None:
     cfg = work / "ingest.yaml"
     cfg.write_text(f"search:\n  milvus_uri: {milvus_uri}\n")
     subprocess.run(
-        [sys.executable, "-m", "cli.main", "--config", str(cfg), "ingest", str(path)],
+        [sys.executable, "-m", "cli.main", "--config", str(cfg), "ingest", "--pack", pack],
         check=True,
         cwd=REPO,
         capture_output=True,
@@ -86,7 +86,7 @@ def serve_app(model_dir: Path) -> Iterator[dict[str, str]]:
     )
     # The knowledge base goes in before the search replica opens the Milvus Lite dir (one owner), and in
     # a process of its own: Ray's start sometimes timed out in a process that had run Milvus Lite.
-    ingest_in_subprocess(cfg.search.milvus_uri, REPO / "knowledge" / "runbooks", work)
+    ingest_in_subprocess(cfg.search.milvus_uri, "runbooks", work)
     ray_env(cfg)
     # Ray's temp dir must be short (unix socket paths) and private to this session.
     for attempt in (1, 2):

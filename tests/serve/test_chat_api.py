@@ -90,6 +90,7 @@ async def test_healthz_reports_components(client: httpx.AsyncClient) -> None:
     assert body["components"]["audit"]["state"] == "ok" and body["components"]["audit"]["dialect"] == "sqlite"
     # every deployment a chat needs answered its probe
     assert {body["components"][n]["state"] for n in ("llm", "embedder", "search")} == {"ok"}
+    assert body["components"]["search"]["packs"] == ["runbooks"]
     assert body["components"]["search"]["chunks"] > 0 and body["components"]["embedder"]["dim"] == 512
     assert (await client.get("/livez")).json() == {"status": "alive"}
 
