@@ -876,8 +876,10 @@ def knowledge_packs(d: dict[str, Any]) -> str:
     return (
         f"{table}\n\nIngesting them (`raydiag ingest --packs default`, what `make run` runs before it serves): "
         f"{_int(d['ingest_cold_s'])} s with an empty embedding cache (a fresh machine's first start), "
-        f"{_int(d['ingest_warm_s'])} s with the cache that left (every later start, every benchmark's knowledge "
-        f"base). A lookup at this size (embed + Milvus Lite hybrid search, {lookup['queries']} questions): "
+        f"{_int(d['ingest_warm_s'])} s into a new collection with the cache that left (every benchmark's "
+        f"knowledge base), {_int(d['ingest_restart_s'])} s again into the same one (every later start: "
+        f"nothing changed, nothing re-inserted). A lookup at this size (embed + Milvus Lite hybrid search, "
+        f"{lookup['queries']} questions): "
         f"p50 {_num(lookup['p50'])} ms, p95 {_num(lookup['p95'])} ms. {_stamp(d)}"
     )
 
@@ -887,7 +889,7 @@ def knowledge_size(d: dict[str, Any]) -> str:
     return (
         f"`make run` serves {len(d['packs'])} default knowledge packs ({_int(d['documents'])} documents, "
         f"{_int(d['chunks'])} chunks): ingesting them adds {_int(d['ingest_cold_s'])} s to a fresh machine's "
-        f"first start and {_int(d['ingest_warm_s'])} s to each later one (embeddings cached), "
+        f"first start and {_int(d['ingest_restart_s'])} s to each later one (unchanged packs are not re-inserted), "
         f"commit {d['commit']}."
     )
 
