@@ -95,26 +95,11 @@ def retrieval(cases: list[dict[str, Any]], config_path: Path) -> list[dict[str, 
     from deployments.config import load_config
     from harness.playbook import QUESTION_CHARS
     from harness.ruled_out import without_ruled_out
-    from rag.embedders import embedder_for
-    from rag.lookup import KnowledgeLookupService
-    from rag.store import KnowledgeStore
+    from rag.in_process import in_process_lookup
 
     with tempfile.TemporaryDirectory(prefix="raydiag-ceiling-") as tmp:
         cfg = load_config(str(own_knowledge_config(config_path, Path(tmp))))
-        s = cfg.search
-        embedder = embedder_for(s)
-        store = KnowledgeStore(s.milvus_uri, s.collection, embedder.dim, embedder.sparse)
-
-        async def embed(texts: list[str]) -> Any:
-            return embedder.encode_sync(texts)
-
-        async def search(q: str, qvec: Any, qlex: Any, mode: Any, limit: int, domains: Any, gvec: Any) -> Any:
-            return store.search(q, qvec, mode, limit, domains, s.fusion, qlex, gvec)
-
-        async def doc_chunks(doc_id: str, qvec: Any) -> Any:
-            return store.doc_chunks(doc_id, qvec)
-
-        lookup = KnowledgeLookupService(embed, search, s.lookup(), doc_chunks)
+        lookup, store = in_process_lookup(cfg.search)
 
         async def run() -> list[dict[str, Any]]:
             rows = []

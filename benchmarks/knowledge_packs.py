@@ -69,26 +69,11 @@ def ingest(work: Path, name: str, cache: Path) -> float:
 
 
 def lookup_latency(milvus_uri: str) -> dict[str, float]:
-    from rag.embedders import embedder_for
-    from rag.lookup import KnowledgeLookupService
+    from rag.in_process import in_process_lookup
     from rag.settings import SearchSettings
-    from rag.store import KnowledgeStore
 
-    s = SearchSettings(milvus_uri=milvus_uri)
-    embedder = embedder_for(s)
-    store = KnowledgeStore(s.milvus_uri, s.collection, embedder.dim, embedder.sparse)
+    lookup, store = in_process_lookup(SearchSettings(milvus_uri=milvus_uri))
     questions = [c["q"] for c in json.loads(QUESTIONS.read_text(encoding="utf-8"))["cases"]]
-
-    async def embed(texts: list[str]) -> Any:
-        return embedder.encode_sync(texts)
-
-    async def search(q: str, qvec: Any, qlex: Any, mode: Any, limit: int, domains: Any, gvec: Any) -> Any:
-        return store.search(q, qvec, mode, limit, domains, s.fusion, qlex, gvec)
-
-    async def doc_chunks(doc_id: str, qvec: Any) -> Any:
-        return store.doc_chunks(doc_id, qvec)
-
-    lookup = KnowledgeLookupService(embed, search, s.lookup(), doc_chunks)
 
     async def run() -> list[float]:
         await lookup.lookup(questions[0], "warm-up")  # loads the gloss dictionary once
