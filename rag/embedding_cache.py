@@ -43,7 +43,7 @@ class CachedEmbedder:
         for start in range(0, len(keys), 500):  # SQLite's bound-variable limit
             part = keys[start : start + 500]
             marks = ",".join("?" * len(part))
-            sql = f"SELECT key, dense, lexical FROM vectors WHERE key IN ({marks})"  # only placeholders
+            sql = f"SELECT key, dense, lexical FROM vectors WHERE key IN ({marks})"  # values bound as parameters
             rows.update({k: (d, lx) for k, d, lx in self.db.execute(sql, part)})
         missing = [i for i, k in enumerate(keys) if k not in rows]
         if missing:
