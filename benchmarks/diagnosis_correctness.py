@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.diagnosis_quality import decode_rate, pct, start_service, stop_service  # noqa: E402
 from deployments.provenance import stamp  # noqa: E402
 from deployments.sse import parse  # noqa: E402
+from evaluation.answer_form import answer_form, form_figures  # noqa: E402
 from evaluation.answer_keys import names_answer, names_cause, released_text, score  # noqa: E402,F401
 
 QUESTIONS = ROOT / "benchmarks" / "data" / "diagnosis_truth.json"
@@ -142,6 +143,8 @@ def summarize(rows: list[dict[str, Any]], offtopic: list[dict[str, Any]], decode
         **figures(rows),
         "by_lang": by_lang,
         "telemetry_cases": figures([r for r in rows if r.get("telemetry")]),
+        # Is the answer in a form to act on (evaluation/answer_form.py): first sentence, findings, guidance.
+        "form": form_figures([r.get("form") or {} for r in rows]),
         "offtopic_questions": len(offtopic),
         "chat_rate_offtopic": rate(sum(r.get("content_type") == "CHAT_ANSWER" for r in offtopic), len(offtopic)),
         "streams_without_done": sum(not r.get("ends_with_done") for r in [*rows, *offtopic]),
@@ -164,6 +167,7 @@ async def measure(base: str, cases: list[dict[str, Any]], offtopic: list[str]) -
             row = {"id": case["id"], "q": case["q"], "lang": lang_of(case), "telemetry": bool(case.get("telemetry"))}
             row |= await ask(client, case["id"], case["q"])
             row |= score(case, row.get("content_type"), row.get("payload") or {})
+            row["form"] = answer_form(row.get("content_type"), row.get("payload") or {})
             rows.append(row)
             print(
                 f"{row['id']} {row['lang']} {row.get('content_type')} correct={row['correct']} "
