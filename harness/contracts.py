@@ -282,8 +282,8 @@ AnalysisKind = Literal["finding", "guidance", "hypothesis"]
 
 
 class AnalysisItem(_Strict):
-    """``kind`` (DESIGN.md §8): a *finding* is what a tool measured (the model's sentence, released as
-    written, citing its evidence); *guidance* is a runbook's own sentence, quoted, from ``source``
+    """``kind`` (DESIGN.md §8): a *finding* is what a tool measured (the tool's own line, verbatim, that
+    the model cited or the system added); *guidance* is a runbook's own sentence, quoted, from ``source``
     (``docId#chunk-n``); a *hypothesis* is what the evidence suggests but does not show, with ``needs``
     (what would confirm it). ``added`` marks an item the system added, not the model."""
 

@@ -164,8 +164,45 @@ def _sentences(text: str) -> list[str]:
     return [
         clip(part)
         for part in parts
-        if len(_LINK.sub(r"\1", part)) >= MIN_SENTENCE_CHARS and not part.endswith((":", "：")) and _prose(part)
+        if len(_LINK.sub(r"\1", part)) >= MIN_SENTENCE_CHARS
+        and not part.endswith((":", "："))
+        and _prose(part)
+        and is_guidance(part)
     ]
+
+
+# What no engineer can act on, however a runbook spells it: a note to its authors ("TODO https://…"), a
+# form to fill in ("`<your-pword>` is your Docker password"), a sentence about the page itself ("This
+# page shows how to …", "本文介绍…").
+_NOTE_TO_AUTHORS = re.compile(r"^\W*(?:TODO|FIXME|TBD|XXX)\b", re.IGNORECASE)
+# Two placeholders for the reader's own values make a form, not a step ("kubectl logs <pod>" is a step).
+_PLACEHOLDER = re.compile(r"<your[-_ ][^>]{1,40}>|\{\{[^}]{1,60}\}\}")
+_ABOUT_THE_PAGE = re.compile(
+    r"^(?:this|the following) (?:page|document|doc|guide|runbook|section|tutorial|article|playbook)\b|"
+    r"^(?:本文|本页|本文档|本节|本章|本手册)",
+    re.IGNORECASE,
+)
+_URL = re.compile(r"https?://\S+|www\.\S+")
+# Fewer words than this once links and addresses are taken out, a line is a pointer or a fragment.
+MIN_GUIDANCE_WORDS = 5
+
+
+def words_of(text: str) -> float:
+    """Words, counting two Chinese characters as one (a Chinese sentence has no spaces)."""
+    cjk = len(_CJK.findall(text))
+    return len(_CJK.sub(" ", text).split()) + cjk / 2
+
+
+def is_guidance(part: str) -> bool:
+    """A runbook line an engineer could act on: not a note to its authors, a template with placeholders,
+    a sentence about the page itself, or a bare link (fewer than five words besides its addresses)."""
+    bare = _URL.sub(" ", _LINK.sub(r"\1", part))
+    return not (
+        _NOTE_TO_AUTHORS.search(part)
+        or len(_PLACEHOLDER.findall(part)) >= 2
+        or _ABOUT_THE_PAGE.search(part)
+        or words_of(bare) < MIN_GUIDANCE_WORDS
+    )
 
 
 def _prose(part: str) -> bool:

@@ -46,7 +46,7 @@ from harness.stages import evidence_guard
 from harness.stages.base import RunContext, StageError
 from harness.stages.executor import ExecutorOutcome, execute
 from harness.stages.planner import plan
-from harness.stages.release import Release, fallback, fallback_gaps, guard_gaps, report
+from harness.stages.release import NO_DRAFT, Release, decided_by_evidence, fallback, fallback_gaps, guard_gaps, report
 from harness.stages.router import route
 from harness.stages.verifier import retry_context, verifier_input, verify
 from harness.tools.base import Tool, ToolBoundary
@@ -244,6 +244,13 @@ class DiagnosisPipeline:
             }
             draft = outcome.evidence
             steps = [a.action_text for a in draft.recommended_actions] if draft else []
+            decided = decided_by_evidence(ctx.boundary.ledger, ctx.scope, ctx.question)
+            if (not guard.passed or guard.kept is None) and decided:
+                # Evidence decides (DESIGN.md §8): an analyzer's fact is the answer whatever the model drafted.
+                release = report(
+                    NO_DRAFT, ctx.boundary.ledger, ctx.lang, None, ctx.scope, ctx.question, ctx.telemetry_source
+                )
+                break
             if not guard.passed or guard.kept is None:
                 rejected = len({v["claim_id"] for v in guard.violations if v["claim_id"]})
                 gaps = guard_gaps(ctx.lang, rejected, outcome.parse_status.status, draft.missing_info if draft else [])
@@ -266,6 +273,13 @@ class DiagnosisPipeline:
                 retry = retry_context(verdict, round_no, ctx.lang)
                 rec.timeline("RETRY", "RETRY_SCHEDULED", None, **retry.model_dump())
                 continue
+            if decided:
+                # The analyzers' fact stands on the tools' output; the verdict only takes out the model's
+                # findings it did not find supported.
+                release = report(
+                    guard.kept, ctx.boundary.ledger, ctx.lang, verdict, ctx.scope, ctx.question, ctx.telemetry_source
+                )
+                break
             # A REJECT (never overruled) or a last round still LOW_CONFID: the fallback of that kind; only a
             # low-confidence answer cites the draft's backed claims.
             release = fallback(

@@ -220,8 +220,23 @@ def states_answer(text: str, answer: str) -> bool:
     return content_overlap(answer, text) >= STATES_ANSWER
 
 
+# The kind of cause in the question's language: the analyzers' cause sentences quote tool output (English
+# metric names, log templates, kubectl reasons), so a Chinese answer names the kind in Chinese before them.
+CATEGORY_ZH = {
+    "cpu": "CPU",
+    "memory": "内存",
+    "network": "网络",
+    "disk": "磁盘",
+    "code": "代码或程序错误",
+    "config": "配置",
+    "dependency": "依赖（数据库等下游）",
+    "unknown": "未归类",
+}
+
+
 def composed_conclusion(cause: RootCause, lang: str) -> str:
     """The conclusion from the leading candidate, when the model's did not name it."""
     if lang == "zh":
-        return f"{cause.component} 的根因（由工具分析得出）：{cause.cause}。"
+        kind = CATEGORY_ZH.get(cause.category, cause.category)
+        return f"{cause.component} 的根因属于{kind}问题（由工具分析得出）：{cause.cause}。"
     return f"{cause.component}: {cause.cause}."

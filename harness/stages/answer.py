@@ -27,7 +27,7 @@ from harness.contracts import (
     RootCause,
 )
 from harness.evidence_catalog import Span
-from harness.stages.support_check import completing_spans, content_overlap
+from harness.stages.support_check import complete_statement, completing_spans, content_overlap
 
 ANSWER_VERSION = "executor_answer_v1"
 # A small model copies an evidence line with its label ("E3 [lookup_knowledge] ..."), or the alias
@@ -301,8 +301,12 @@ def whole_sentences(text: str, limit: int = 300) -> str:
     it mid-word ("… indicating that there are more connections available compared to the maximum. We")."""
     text = " ".join(text.split())[:limit]
     parts = [p.strip() for p in _SENTENCE_END.split(text) if p.strip()]
-    if parts and not re.search(r"[.!?。！？]$", parts[-1]) and len(text) >= limit - 80:
-        parts = parts[:-1]  # cut off by the cap, not ended by the model
+    if parts and not re.search(r"[.!?。！？]$", parts[-1]):
+        # Cut off by the cap, left unfinished, or the one sentence without a full stop after others that
+        # have theirs ("… over the network. This phase typically occurs due to an error with thenode"):
+        # not ended by the model, so not released.
+        if len(text) >= limit - 80 or len(parts) > 1 or not complete_statement(parts[-1]):
+            parts = parts[:-1]
     return " ".join(dict.fromkeys(parts))
 
 

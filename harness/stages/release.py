@@ -10,6 +10,7 @@ are dropped, a conclusion or answer becomes a plain sentence saying why.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from harness.contracts import (
@@ -43,7 +44,7 @@ from harness.stages.analyzed import (
     states_answer,
 )
 from harness.stages.answer import guidance
-from harness.stages.support_check import ECHO, content_overlap, echoes, loops
+from harness.stages.support_check import ECHO, complete_statement, content_overlap, echoes, loops
 from harness.stages.verifier import evidence_gaps
 from harness.tools.base import EVIDENCE_TOOLS, LedgerEntry
 from harness.tools.kubernetes import KUBERNETES_TOOL_NAMES
@@ -64,13 +65,13 @@ RANKED_CANDIDATES = 3  # the anomaly ranking fills the candidates up to this man
 
 TEMPLATES = {
     ("LOW_CONFIDENCE", "zh"): (
-        "以下结论基于当前已获取证据，仍存在部分证据缺口，请谨慎参考。",
+        "已获取的证据未能确认原因；以下是已有的信息和缺口，请谨慎参考。",
         "已确认信息：",
         "当前缺口：",
         "建议下一步：",
     ),
     ("LOW_CONFIDENCE", "en"): (
-        "The conclusions below rest on the evidence gathered so far; some gaps remain, use them with care.",
+        "The evidence gathered confirms no cause; below is what it shows and what is missing, use it with care.",
         "Confirmed:",
         "Current gaps:",
         "Suggested next steps:",
@@ -125,8 +126,12 @@ SUSPECTS = {
     "en": "The anomaly ranking's first suspects (measured by the tools, not confirmed):",
 }
 ANALYZED = {
-    "zh": "分析器发现的原因（工具测得，未经模型确认）：",
-    "en": "What the analyzers found (measured by the tools, not confirmed by the model):",
+    "zh": "分析器发现的其他原因（工具测得，未经模型确认）：",
+    "en": "What else the analyzers found (measured by the tools, not confirmed by the model):",
+}
+BY_ANALYSIS = {
+    "zh": "（由工具的分析得出，未经模型确认。）",
+    "en": "(Found by the tools' analysis, not confirmed by the model.)",
 }
 LOOPED = {
     "en": "The model's draft repeated itself in a loop and was dropped; nothing else it wrote was supported.",
@@ -160,6 +165,10 @@ NOT_DRAWN = {
     "zh": "模型没有从工具对所问组件的测量中得出发现；工具测得的原始数据列在下面，未经分析。",
 }
 LIKELY = {"en": "Likely, not confirmed: ", "zh": "可能的原因（未经证实）："}
+RUNBOOK_SAYS = {
+    "en": "No tool finding names the cause; runbook {s} says: {t}",
+    "zh": "工具没有找到可定位原因的证据；运维手册 {s} 写道：{t}",
+}
 SCATTERED = {
     "en": "The knowledge search agreed on no runbook: each passage below comes from a different one, so some of "
     "this guidance may not apply to the question.",
@@ -214,6 +223,16 @@ def withheld(text: str) -> bool:
     """Model text that is not released: it repeats the service's own prompts, or it is a decoding loop
     (``loops``: dropped as a whole, never cut to its first round, which would be a system rewrite)."""
     return quotes_instructions(text) or loops(text)
+
+
+# The draft where the model gave none the guard could keep: an analyzer's fact still answers.
+NO_DRAFT = ExecutorEvidence(diagnosis_summary="", claims=[], user_facing_answer="")
+
+
+def decided_by_evidence(ledger: dict[str, LedgerEntry], scope: QuestionScope | None, question: str) -> bool:
+    """An analyzer found a candidate cause or the answer itself (``harness/stages/analyzed.py``): the report
+    stands on that fact, whatever became of the model's draft."""
+    return decisive_claim(ledger, scope, question) is not None
 
 
 def supported_claims(evidence: ExecutorEvidence, verdict: VerifierOutput | None) -> list[Claim]:
@@ -339,6 +358,47 @@ def _citing(claims: list[Claim], ledger: dict[str, LedgerEntry], tool: str) -> d
     return found
 
 
+MAX_FINDING_LINES = 5
+
+
+def as_measured(claims: list[Claim], causes: list[RootCause]) -> tuple[list[Claim], list[RootCause]]:
+    """Findings as the tools' own lines: a model's finding becomes the measured lines it cites, each
+    once, verbatim (its sentence is the model's reading, told in the conclusion, never shown as what was
+    found); guidance and the lines the system added stay as they are. Root causes that rested on a model's
+    finding rest on its lines."""
+    out: list[Claim] = []
+    renamed: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for claim in claims:
+        if claim.claim_type == "guidance" or claim.support_level == "added":
+            out.append(claim)
+            seen.add(claim.claim_text)
+            continue
+        measured = [b for b in claim.evidence_bindings if b.tool_name != "lookup_knowledge"]
+        for n, b in enumerate(measured, 1):  # a runbook's sentence is guidance, never a finding
+            if b.evidence_excerpt in seen:
+                same = next(c.claim_id for c in out if c.claim_text == b.evidence_excerpt)
+                renamed.setdefault(claim.claim_id, []).append(same)
+                continue
+            if sum(c.claim_type != "guidance" for c in out) >= MAX_FINDING_LINES:
+                break
+            seen.add(b.evidence_excerpt)
+            line = Claim(
+                claim_id=claim.claim_id if n == 1 else f"{claim.claim_id}-{n}",
+                claim_type=claim.claim_type,
+                claim_text=b.evidence_excerpt,
+                support_level=claim.support_level,
+                evidence_bindings=[b],
+            )
+            out.append(line)
+            renamed.setdefault(claim.claim_id, []).append(line.claim_id)
+    causes = [
+        c.model_copy(update={"claim_ids": list(dict.fromkeys(i for j in c.claim_ids for i in renamed.get(j, [j])))})
+        for c in causes
+    ]
+    return out, causes
+
+
 def _analysis(claims: list[Claim], causes: list[RootCause], hypotheses: list[Hypothesis]) -> list[AnalysisItem]:
     """Findings, then guidance, then hypotheses, each labelled with its kind."""
     resting = {i for c in causes for i in c.claim_ids}
@@ -434,7 +494,8 @@ def report(
     hypotheses = [
         h for h in evidence.hypotheses if not withheld(h.hypothesis_text) and not echoes(h.hypothesis_text, question)
     ]
-    hypotheses = list({h.hypothesis_text: h for h in hypotheses}.values())
+    # A statement the model did not finish ("… refusing all new write commands,") is dropped, not released.
+    hypotheses = list({h.hypothesis_text: h for h in hypotheses if complete_statement(h.hypothesis_text)}.values())
     unseen = limitation(scope, lang) if scope is not None else None
     if unseen:  # the evidence list's own sentence about missing telemetry, copied back, is no hypothesis
         hypotheses = [h for h in hypotheses if content_overlap(h.hypothesis_text, unseen) < ECHO]
@@ -444,7 +505,8 @@ def report(
         # answered beside a connection pool's "look for slow queries"). A telemetry cause keeps them: the
         # lookup ran on the same service's symptom.
         claims += _added_guidance(ledger, claims)
-    if not claims:
+    decisive = decisive_claim(ledger, scope, question)
+    if not claims and decisive is None:
         # Say why: the instruction guard withheld what was supported, the model looped, or nothing was
         # supported at all.
         if looped and len(looped) == len(supported):
@@ -454,7 +516,6 @@ def report(
         return fallback("INSUFFICIENT_EVIDENCE", lang, [], verdict, [gap], [], ledger, None, scope)
     findings = [c for c in claims if c.claim_type != "guidance"]
     dropped = len(findings) < len([c for c in evidence.claims if c.claim_type != "guidance"])
-    decisive = decisive_claim(ledger, scope, question)
     if decisive is not None and not any(c.claim_text == decisive.claim_text for c in findings):
         # The analyzers' fact comes first, as the tool's line, whatever the model wrote beside it (a model
         # finding that cites the line without stating it, "the pod is Running and healthy" beside a name
@@ -468,7 +529,6 @@ def report(
     scattered = scattered_guidance(ledger, lang) if any(c.claim_type == "guidance" for c in claims) else None
     claims = measured + claims
     said = _said(claims) + " " + " ".join(h.hypothesis_text for h in hypotheses)
-    analysis = _analysis(claims, causes, hypotheses)
     summary = evidence.diagnosis_summary.strip()
     # Without findings the summary claims nothing measured: it may use the question's words beside what
     # the runbooks and hypotheses say, but one that only restates the question answers nothing. With
@@ -485,42 +545,54 @@ def report(
         # The model's summary is released as written or not at all: one that rested on a dropped finding
         # or says more than what was released gives way to the first finding, as the model wrote it.
         summary = findings[0].claim_text
-    elif not findings:
-        # Nothing the model found: the conclusion says so plainly first, and the model's summary (or its
-        # first hypothesis) follows as written, labelled as unconfirmed or as the runbook it repeats. A
-        # small model wrote "The root cause is …" over an unrelated runbook's sentence; read first and
-        # unlabelled, that is an answer nobody measured.
-        head = " ".join(h for h in (unseen, NOT_DRAWN[lang] if measured else None) if h) or NO_FINDING[lang]
-        head = " ".join(h for h in (head, scattered) if h)
-        likely = summary if usable else (hypotheses[0].hypothesis_text if hypotheses else "")
-        summary = f"{head} {_unconfirmed(likely, claims, lang)}".strip()
+    notes: list[str] = []
+    if not findings:
+        # Nothing the model found: the first sentence is still something to act on, the model's summary (or
+        # its first hypothesis) as written and labelled unconfirmed or as the runbook it repeats, else the
+        # best runbook line, attributed; what was not found goes to the limitations. A small model wrote
+        # "The root cause is …" over an unrelated runbook's sentence: it is labelled, never read as found.
+        likely = summary if usable and complete_statement(summary) else ""
+        likely = likely or next((h.hypothesis_text for h in hypotheses), "")
+        guide = next((c for c in claims if c.claim_type == "guidance"), None)
+        if likely:
+            summary = _unconfirmed(likely, claims, lang)
+        elif guide is not None:
+            summary = RUNBOOK_SAYS[lang].format(s=_source(guide), t=guide.claim_text)
+        else:
+            summary = NO_FINDING[lang]
+        notes = [NOT_DRAWN[lang] if measured else NO_FINDING[lang]]
+        notes = [n for n in notes if n != summary]
     written_by = "model"
     lead = causes[0] if causes and causes[0].added_by == "analyzer" else None
     answer = answering_finding(ledger, scope, question) if lead is None else None
-    if lead is not None and not is_cluster_fact(decisive) and not names_cause(summary, lead):
-        # A telemetry cause: the ranking's line is measurements, not a sentence; the cause composed from
-        # it is (the model's summary did not name it, or was unusable and fell back to that line).
+    # The model's summary was unusable and the deciding tool line stood in for it: a line of measurements or
+    # of kubectl output is no sentence (the ranking's line names CPU and its spread, so it "named" the cause).
+    tool_line = decisive is not None and summary == decisive.claim_text
+    if lead is not None and (tool_line or not names_cause(summary, lead)):
         summary, written_by = composed_conclusion(lead, lang), "template"
-    elif decisive is not None and summary == decisive.claim_text:
-        written_by = "template"  # the analyzer's own line stands as the conclusion (the model's was unusable)
-    elif lead is not None and not names_cause(summary, lead):
-        summary, written_by = composed_conclusion(lead, lang), "template"
-    elif answer is not None and not states_answer(summary, answer):
+    elif answer is not None and (tool_line or not states_answer(summary, answer)):
         summary, written_by = answer, "template"
+    elif tool_line:
+        written_by = "template"
     used = sorted({e.tool_name for e in ledger.values() if e.result.status == "success"})
     scope_text = ("证据来源：" if lang == "zh" else "Evidence from: ") + (", ".join(used) or NONE[lang])
     if telemetry_source:
         scope_text += ("；遥测数据：" if lang == "zh" else "; telemetry: ") + telemetry_source
     missing = [m for m in evidence.missing_info if not withheld(m)]
+    shown, causes = as_measured(claims, causes)
+    analysis = _analysis(shown, causes, hypotheses)
     payload = DiagnosisReportPayload(
         report=Report(
             conclusion=Conclusion(text=summary, based_on_analysis_ids=[a.id for a in analysis], written_by=written_by),
             analysis=analysis,
             action_plan=[],
             recommendations=[],
-            limitations=Limitations(scope=scope_text, missing_info=[m for m in (unseen, scattered) if m] + missing),
+            limitations=Limitations(
+                scope=scope_text,
+                missing_info=list(dict.fromkeys(m for m in (unseen, *notes, scattered, *missing) if m)),
+            ),
         ),
-        references=_references(claims, ledger),
+        references=_references(shown, ledger),
         root_causes=causes,
     )
     return Release("DIAGNOSIS_REPORT", payload, "SUCCESS", summary, summary)
@@ -549,10 +621,11 @@ def _unconfirmed(text: str, claims: list[Claim], lang: str) -> str:
     is a likely cause, not a confirmed one."""
     if not text:
         return ""
+    if not re.search(r"[.!?。！？]$", text):  # the label makes it a sentence: it ends as one
+        text += "。" if lang == "zh" else "."
     for claim in claims:
         if claim.claim_type == "guidance" and content_overlap(text, claim.claim_text) >= RUNBOOK_WORDS:
-            source = claim.evidence_bindings[0].source_id.split("#")[0]
-            return READING_OF[lang].format(s=source) + text
+            return READING_OF[lang].format(s=_source(claim)) + text
     return LIKELY[lang] + text
 
 
@@ -601,10 +674,13 @@ def fallback(
     drafted = [*confirmed_claims, *(cited.claims if cited is not None else [])]
     guidance = {c.claim_text: c for c in drafted if c.claim_type == "guidance"}
     if verdict is not None:
-        confirmed = [f.fact for f in verdict.facts_checked if f.verification == "direct_evidence"]
+        direct = {f.fact for f in verdict.facts_checked if f.verification == "direct_evidence"}
+        facts = [c for c in drafted if c.claim_text in direct]
     else:
-        confirmed = [c.claim_text for c in confirmed_claims]
-    confirmed = [c for c in confirmed if not withheld(c) and c not in guidance]
+        facts = list(confirmed_claims)
+    # What is confirmed is what the tools measured: the lines the confirmed findings cite, verbatim.
+    confirmed, _ = as_measured([c for c in facts if c.claim_type != "guidance" and not withheld(c.claim_text)], [])
+    confirmed = list(dict.fromkeys(c.claim_text for c in confirmed))
     scattered = None
     if not steps:
         steps = [_attributed(c) for c in list(guidance.values()) or _added_guidance(ledger)]
@@ -629,11 +705,15 @@ def fallback(
     blocks = [head, block(c_title, confirmed), block(g_title, all_gaps), block(s_title, steps)]
     if measured:
         blocks.insert(1, block(MEASURED[lang], measured))
-    if suspects:
-        if suspects[0].added_by == "analyzer":
-            blocks.append(block(ANALYZED[lang], [f"{c.component}: {c.cause}" for c in suspects]))
-        else:
-            blocks.append(block(SUSPECTS[lang], [f"{c.component} ({c.category})" for c in suspects]))
+    first = head
+    if suspects and suspects[0].added_by == "analyzer":
+        # The analyzers' cause is the first sentence, labelled; the caveat follows it.
+        first = composed_conclusion(suspects[0], lang) + " " + BY_ANALYSIS[lang]
+        blocks.insert(0, first)
+        if suspects[1:]:
+            blocks.append(block(ANALYZED[lang], [f"{c.component}: {c.cause}" for c in suspects[1:]]))
+    elif suspects:
+        blocks.append(block(SUSPECTS[lang], [f"{c.component} ({c.category})" for c in suspects]))
     text = "\n".join(blocks)
     refs = _references(backed_claims(cited, verdict), ledger) if cited is not None and kind == "LOW_CONFIDENCE" else []
     payload = SafeFallbackPayload(
@@ -646,7 +726,7 @@ def fallback(
         measured=measured,
         root_causes=suspects,
     )
-    return Release("SAFE_FALLBACK", payload, "FALLBACK", text, head)
+    return Release("SAFE_FALLBACK", payload, "FALLBACK", text, first)
 
 
 def _measured_spans(ledger: dict[str, LedgerEntry], scope: QuestionScope | None) -> list[Span]:
@@ -674,9 +754,14 @@ def measured_claims(ledger: dict[str, LedgerEntry], scope: QuestionScope | None)
     ]
 
 
+def _source(claim: Claim) -> str:
+    """The runbook a guidance claim quotes."""
+    return claim.evidence_bindings[0].source_id.split("#")[0] if claim.evidence_bindings else ""
+
+
 def _attributed(claim: Claim) -> str:
     """A runbook sentence as a next step, with the runbook it is from."""
-    source = claim.evidence_bindings[0].source_id.split("#")[0] if claim.evidence_bindings else ""
+    source = _source(claim)
     return f"{claim.claim_text} ({source})" if source else claim.claim_text
 
 

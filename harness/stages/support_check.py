@@ -181,6 +181,19 @@ def echoes(text: str, question: str) -> bool:
     return bool(question) and content_overlap(text, question) >= ECHO
 
 
+# How a statement the writer did not finish ends: a comma or an opening mark, or a word that needs the
+# words after it ("… refusing all new write commands,", "… as a result of the").
+_UNFINISHED = re.compile(
+    r"(?:[,;:，；：、(（\[\-–—]|\b(?:and|or|but|the|a|an|to|of|with|in|on|for|by|that|which|because|from|as))\s*$",
+    re.IGNORECASE,
+)
+
+
+def complete_statement(text: str) -> bool:
+    """The text ends as a finished statement does (a sentence without its full stop still does)."""
+    return bool(text.strip()) and not _UNFINISHED.search(text.strip())
+
+
 # A small model sometimes decodes into a loop: "TiDB 服务的主节点是 TiKV 集群的副本，而 … 因此 TiDB 服务的
 # 主节点是 TiKV 集群的副本，…" or "应该小于 1000000000000000000…" (0.5B, tuning half of the correctness
 # set). The same run of this many words (a Chinese character counts as one) said this often, or one

@@ -79,8 +79,8 @@ async def test_a_chinese_question_gets_the_same_fact() -> None:
     events, _ = await _ask("checkout 服务的 pod 一直重启，为什么？")
     payload = _content(events)["payload"]
     assert payload["report"]["conclusion"]["text"] == (
-        "checkout 的根因（由工具分析得出）：container checkout was OOMKilled (exit code 137): it exceeded its memory "
-        "limit of 256Mi。"
+        "checkout 的根因属于内存问题（由工具分析得出）：container checkout was OOMKilled (exit code 137): "
+        "it exceeded its memory limit of 256Mi。"
     )
 
 

@@ -192,9 +192,9 @@ def test_a_list_of_short_causes_is_one_span_with_its_introduction() -> None:
     # An introduction whose object was code (left out) says nothing alone, nor joins the text after it.
     example = (
         "T > D\nThe kernel log then looks like this:\n\n```\nOut of memory: Kill process\n```\n\n"
-        "- check the limits first\n"
+        "- check the memory limits first\n"
     )
-    assert _sentences(example) == ["check the limits first"]
+    assert _sentences(example) == ["check the memory limits first"]
     # Verbatim but for whitespace: the evidence guard finds every span in the tool output.
     assert all(_norm(s) in _norm(SHORT_CAUSES) for s in sentences)
 
@@ -238,3 +238,18 @@ def test_table_rows_and_output_dumps_are_no_sentences_and_long_spans_end_on_a_wo
     cut = clip(long)
     assert len(cut) <= SPAN_CHARS and long.startswith(cut) and long[len(cut)] in " ,;:"
     assert clip("short enough") == "short enough"
+
+
+def test_notes_forms_pointers_and_sentences_about_the_page_are_no_guidance() -> None:
+    from harness.evidence_catalog import is_guidance
+
+    # Lines the correctness set's answers quoted as guidance (a Redis answer's "TODO https://…", a
+    # Docker form's placeholders, a bare address, a page introducing itself) and steps that stay.
+    assert not is_guidance("TODO https://github.com/elastic/beats/tree/master/packetbeat")
+    assert not is_guidance("See https://kubernetes.io/docs/tasks/debug/ for more")
+    assert not is_guidance("`<your-name>` is your Docker username. `<your-pword>` is your Docker password.")
+    assert not is_guidance("This page shows how to debug Pods that are stuck in Pending.")
+    assert not is_guidance("本文介绍如何排查 TiDB 集群中的慢查询问题。")
+    assert is_guidance("Run `kubectl describe pod <pod-name>` and read the Events at the end.")
+    assert is_guidance("慢查询通常由缺失索引或统计信息过期导致。")
+    assert is_guidance("Check whether the readiness probe's path still exists in the new image.")

@@ -180,7 +180,11 @@ async def test_a_model_past_its_time_releases_what_the_tools_measured() -> None:
     assert content.content_type == "SAFE_FALLBACK"  # type: ignore[union-attr]
     payload = content.payload  # type: ignore[union-attr]
     assert payload.fallback_type == "MODEL_TIMEOUT" and events[-1].outcome == "FALLBACK"  # type: ignore[union-attr]
-    assert payload.text.startswith("The model did not finish its answer in time")
+    # The analyzers' cause first, labelled as theirs; then what the model could not do.
+    first, second = payload.text.split("\n")[:2]
+    assert first.startswith("payment-service: queries waiting on row locks hold its database connections")
+    assert first.endswith("(Found by the tools' analysis, not confirmed by the model.)")
+    assert second.startswith("The model did not finish its answer in time")
     assert [g for g in payload.gaps if g.startswith("The model did not answer within the run's time budget")]
     # What the tools had established: the demo's payment-service lines, and the runbook's guidance.
     assert payload.measured and all("payment-service" in line for line in payload.measured), payload.measured

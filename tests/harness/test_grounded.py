@@ -104,7 +104,8 @@ async def test_a_grounded_report_on_a_real_fault(nezha_day: Path) -> None:
     # The ranking's first service, anomalous in CPU, is the analysis' candidate cause: the ranking's own
     # line comes first (analyzer-1), and the conclusion names the cause, since the model's did not.
     assert causes[0]["component"] == "currencyservice" and causes[0]["added_by"] == "analyzer"
-    assert causes[0]["claim_ids"] == ["analyzer-1", "claim-1"] and not causes[0]["indirect"]
+    # The model's finding cites the same line: shown once, as the analyzer's.
+    assert causes[0]["claim_ids"] == ["analyzer-1"] and not causes[0]["indirect"]
     assert causes[0]["cause"] == "CPU saturation (CPU deviates 3x its baseline spread)"
     conclusion = payload["report"]["conclusion"]
     assert conclusion["written_by"] == "template"
@@ -114,9 +115,7 @@ async def test_a_grounded_report_on_a_real_fault(nezha_day: Path) -> None:
     assert scope.endswith(f"; telemetry: a Nezha replay of {nezha_day.parent.name}/{nezha_day.name}"), scope
     # The claim cites the anomaly ranking: its next services follow as the next suspects.
     assert [c["component"] for c in causes[1:]] == [s for s in model.components if s != "currencyservice"][:2]
-    assert all(
-        c["indirect"] and c["confidence"] == "low" and c["claim_ids"] == ["analyzer-1", "claim-1"] for c in causes[1:]
-    )
+    assert all(c["indirect"] and c["confidence"] == "low" and c["claim_ids"] == ["analyzer-1"] for c in causes[1:])
     # Routing and planning took no model call, and the claim's terms are all in its evidence: the rule
     # verified it, so the model only answered.
     assert {r.stage for r in model.requests} == {"executor"}
@@ -172,14 +171,15 @@ async def test_a_claim_naming_what_its_evidence_does_not_is_not_released(nezha_d
     pipeline = _pipeline(model, sink)
     events = [e async for e in pipeline.run(ChatRequest(Id="g4", Question=QUESTION), None, _options(nezha_day))]
     content = next(e for e in events if isinstance(e, ContentEvent))
-    assert content.content_type == "SAFE_FALLBACK"
+    # The analyzers' cause (the ranking's first service, its CPU) decides the answer: a report standing on
+    # the ranking's line, with nothing of the unsupported claim in it.
+    assert content.content_type == "DIAGNOSIS_REPORT", event_data(content)
     payload = content.payload.model_dump()
-    # Never confirmed or referenced; named only as what the evidence does not show.
-    assert payload["confirmed"] == [] and payload["references"] == []
-    assert any("97.5" in g and "no evidence found" in g for g in payload["gaps"]), payload["gaps"]
+    assert "97.5" not in json.dumps(payload)
+    assert payload["report"]["conclusion"]["written_by"] == "template"
+    assert payload["root_causes"][0]["added_by"] == "analyzer"
     assert {r.stage for r in model.requests} == {"executor"}  # decided by rule: no verifier call
     # Unsupported, not contradicted: the one retry round asked again, naming the claim to rewrite.
-    assert payload["fallback_type"] == "LOW_CONFIDENCE"
     answers = [r for r in model.requests if "summary" in (r.json_schema or {}).get("properties", {})]
     assert len(answers) == 2 and "CPU rose to 97.5 percent" in answers[1].messages[0].content
 
@@ -195,8 +195,7 @@ async def test_a_claim_with_nothing_to_check_goes_to_the_verifier_model(nezha_da
 
 async def test_the_verifier_model_judges_only_what_the_rule_could_not(nezha_day: Path) -> None:
     """One claim the rule verifies, one it cannot check: the model sees only the second. Its REJECT is
-    never overruled: the answer is a fallback that lists the verified finding as confirmed and
-    releases nothing of the rejected one."""
+    never overruled: nothing of the rejected claim is released; the analyzers' fact still answers."""
     model, sink = (
         Analyst(["REJECT"], "{component} deviates first in the ranking", "this looks like the cause"),
         ListSink(),
@@ -205,14 +204,14 @@ async def test_the_verifier_model_judges_only_what_the_rule_could_not(nezha_day:
         e async for e in _pipeline(model, sink).run(ChatRequest(Id="g6", Question=QUESTION), None, _options(nezha_day))
     ]
     content = next(e for e in events if isinstance(e, ContentEvent))
-    assert content.content_type == "SAFE_FALLBACK"
-    assert [c for c in event_data(content)["payload"]["confirmed"] if "deviates first" in c]
     verifier = next(r for r in model.requests if r.stage == "verifier")
     assert "this looks like the cause" in verifier.messages[-1].content
     assert "deviates first" not in verifier.messages[-1].content
+    # The analyzers' cause decides: a report on the ranking's line, and nothing of the rejected claim.
+    assert content.content_type == "DIAGNOSIS_REPORT", event_data(content)
     payload = event_data(content)["payload"]
-    assert payload["gaps"] == ["this looks like the cause (no evidence found)"]  # named as a gap, never confirmed
-    assert not [c for c in payload["confirmed"] if "looks like" in c]
+    assert "looks like the cause" not in json.dumps(payload)
+    assert payload["report"]["analysis"][0]["evidence_keys"][0].startswith("anomaly:")
 
 
 @pytest.mark.parametrize(
@@ -237,7 +236,9 @@ async def test_a_restated_symptom_is_dropped_without_asking_the_model(
     content = next(e for e in events if isinstance(e, ContentEvent))
     assert content.content_type == "DIAGNOSIS_REPORT", event_data(content)
     released = json.dumps(event_data(content), ensure_ascii=False)
-    assert "deviates first in the ranking" in released and "users see errors" not in released
+    # The standing finding is shown as the ranking line it cites; the restated symptom nowhere.
+    finding = event_data(content)["payload"]["report"]["analysis"][0]
+    assert finding["evidence_keys"][0].startswith("anomaly:") and "users see errors" not in released
     assert {r.stage for r in model.requests} == {"executor"}
     checks = [
         r.data["details"]
@@ -271,7 +272,10 @@ def test_spans_are_verbatim_and_citations_are_copied(nezha_day: Path) -> None:
     }
     runbook = {
         "evidence": [
-            {"key": "doc#chunk-0", "text": "Title > Section\nFirst sentence is long enough. Second one too, yes."}
+            {
+                "key": "doc#chunk-0",
+                "text": "Title > Section\nFirst sentence is long enough. The second one is too, yes.",
+            }
         ]
     }
     ledger = {

@@ -12,7 +12,7 @@ from harness.contracts import (
     VerifierOutput,
 )
 from harness.question_scope import QuestionScope
-from harness.stages.release import UNSUPPORTED, Release, report
+from harness.stages.release import NOT_DRAWN, UNSUPPORTED, Release, report
 from harness.tools.base import LedgerEntry, ToolResult
 
 
@@ -69,7 +69,8 @@ def test_a_pass_releases_just_the_claims_left_standing() -> None:
     release = report(DRAFT, {}, "en", _verdict("direct_evidence", "contradicted"))
     assert release.content_type == "DIAGNOSIS_REPORT"
     texts = [a.text for a in release.payload.report.analysis]  # type: ignore[union-attr]
-    assert texts == ["consumers slowed down"]
+    # The finding shown is the line the standing claim cites, as the tool wrote it.
+    assert texts == ["cartservice ranks 1 of 10: call_latency 0.005 s -> 0.257 s"]
 
 
 def test_a_conclusion_that_says_more_than_the_released_findings_is_not_released() -> None:
@@ -125,7 +126,7 @@ def test_the_anomaly_ranking_leads_unless_the_model_has_evidence_it_lacks() -> N
         ("frontend", "network", "high", False, ""),
         ("redis-cart", "unknown", "low", True, "ranking"),
     ]
-    assert causes[0].claim_ids == ["claim-1", "claim-2"]  # both claims cite the ranking call
+    assert causes[0].claim_ids == ["claim-1"]  # both claims cite the ranking call's one line, shown once
     # With no pick of its own the model's report still names the ranking's suspects, in its order.
     alone = report(DRAFT, _ranking_ledger(), "en").payload.root_causes  # type: ignore[union-attr]
     assert [c.component for c in alone] == ["cartservice", "frontend", "redis-cart"]
@@ -224,10 +225,11 @@ def test_without_telemetry_the_answer_is_guidance_and_says_what_it_could_not_see
         ("hypothesis", False, None),
     ]
     assert analysis[0]["text"] == "State Running but not ready usually means the readiness probe fails."
+    # The first sentence is something to check, labelled; what could not be looked at is a limitation.
     assert release.conclusion == (
-        "No metrics or logs for frontend, KubePodNotReady in the connected backends; the answer rests on runbook "
-        "guidance only. Likely, not confirmed: The readiness probe points at a path the new image no longer serves."
+        "Likely, not confirmed: The readiness probe points at a path the new image no longer serves."
     )
+    assert payload["report"]["limitations"]["missing_info"][0].startswith("No metrics or logs for frontend")
 
 
 def _summary_without_telemetry(summary: str) -> Release:
@@ -247,10 +249,11 @@ def test_a_summary_without_findings_follows_a_plain_sentence_labelled_as_unconfi
         "Frontend pods are not ready because their readiness probe checks a path the app changed."
     )
     assert release.conclusion == (
-        "No metrics or logs for frontend, KubePodNotReady in the connected backends; the answer rests on runbook "
-        "guidance only. Likely, not confirmed: Frontend pods are not ready because their readiness probe checks a "
-        "path the app changed."
+        "Likely, not confirmed: Frontend pods are not ready because their readiness probe checks a path the app "
+        "changed."
     )
+    missing = release.payload.report.limitations.missing_info  # type: ignore[union-attr]
+    assert missing[0].startswith("No metrics or logs for frontend")
 
 
 def _metrics_ledger() -> dict[str, LedgerEntry]:
@@ -278,7 +281,12 @@ def test_measured_lines_stand_as_added_findings_when_the_model_drew_none() -> No
     assert (first["kind"], first["added"], first["evidence_keys"]) == ("finding", True, ["logtpl:payment-service:2"])
     assert first["text"].startswith("payment-service log template 'Slow query <*>: UPDATE orders")
     assert "order-service" not in str(payload["report"]["analysis"])
-    assert release.conclusion.startswith("The model drew no finding from what the tools measured")
+    # Nothing of the model's to lead with: the best runbook line, attributed; the measured lines follow.
+    assert release.conclusion == (
+        "No tool finding names the cause; runbook kubepodnotready says: State Running but not ready usually means "
+        "the readiness probe fails."
+    )
+    assert payload["report"]["limitations"]["missing_info"] == [NOT_DRAWN["en"]]
     assert payload["root_causes"] == []
     assert [r["source_type"] for r in payload["references"]][:1] == ["LOGS"]
 
@@ -314,8 +322,8 @@ def _lookup_ledger(titles: list[str]) -> dict[str, LedgerEntry]:
 
 def test_guidance_from_runbooks_that_agree_on_nothing_says_it_may_not_apply() -> None:
     """Every passage the question's lookup found is from a different runbook: the answer says the search
-    agreed on no runbook, in its limitations and after the conclusion's plain sentence; two passages of
-    one runbook, however the corpora spell its title, are agreement."""
+    agreed on no runbook, in its limitations (the conclusion quotes the best line, attributed); two passages
+    of one runbook, however the corpora spell its title, are agreement."""
     from harness.stages.release import SCATTERED
 
     draft = ExecutorEvidence(diagnosis_summary="", claims=[], user_facing_answer="")
@@ -325,7 +333,7 @@ def test_guidance_from_runbooks_that_agree_on_nothing_says_it_may_not_apply() ->
     )
     payload = scattered.payload.model_dump()
     assert SCATTERED["en"] in payload["report"]["limitations"]["missing_info"]
-    assert SCATTERED["en"] in scattered.conclusion
+    assert scattered.conclusion.startswith("No tool finding names the cause; runbook gandi-domains says: ")
     agreed = report(
         draft, _lookup_ledger(["KubePodNotReady", "Kube Pod Not Ready", "etcd slow reads"]), "en", None, scope
     )
@@ -407,8 +415,7 @@ def test_a_summary_that_repeats_a_runbook_line_is_labelled_as_the_models_reading
     says"; the runbook's own sentence stands beside them, quoted."""
     release = _summary_without_telemetry("The readiness probe fails usually means state Running but not ready.")
     assert release.conclusion == (
-        "No metrics or logs for frontend, KubePodNotReady in the connected backends; the answer rests on runbook "
-        "guidance only. The model's reading of runbook kubepodnotready (not confirmed): The readiness probe fails "
+        "The model's reading of runbook kubepodnotready (not confirmed): The readiness probe fails "
         "usually means state Running but not ready."
     )
     quoted = [a["text"] for a in release.payload.model_dump()["report"]["analysis"]]
@@ -477,6 +484,30 @@ def test_a_looping_hypothesis_or_summary_is_dropped_whole() -> None:
         "The readiness probe points at a path the new image no longer serves."
     ]
     assert release.conclusion == (
-        "No metrics or logs for frontend, KubePodNotReady in the connected backends; the answer rests on runbook "
-        "guidance only. Likely, not confirmed: The readiness probe points at a path the new image no longer serves."
+        "Likely, not confirmed: The readiness probe points at a path the new image no longer serves."
     )
+
+
+def test_an_unfinished_statement_of_the_model_is_dropped_not_cut() -> None:
+    """A hypothesis that stops on a comma ("… refusing all new write commands,") and a summary whose last
+    sentence has no end after others that have theirs are released without the unfinished part."""
+    from harness.contracts import Hypothesis
+    from harness.stages.answer import whole_sentences
+
+    draft = ExecutorEvidence(
+        diagnosis_summary="",
+        claims=[],
+        hypotheses=[
+            Hypothesis(hypothesis_text="The primary is currently refusing all new write commands,", basis=""),
+            Hypothesis(hypothesis_text="Transaction ID wraparound protection stopped writes.", basis=""),
+        ],
+        user_facing_answer="",
+    )
+    release = report(draft, _runbook_ledger(), "en", None, QuestionScope(frozenset({"frontend"})), "why?")
+    hypotheses = [a.text for a in release.payload.report.analysis if a.kind == "hypothesis"]  # type: ignore[union-attr]
+    assert hypotheses == ["Transaction ID wraparound protection stopped writes."]
+    assert release.conclusion == "Likely, not confirmed: Transaction ID wraparound protection stopped writes."
+    assert whole_sentences("Pods wait to be scheduled. This phase occurs due to an error with thenode") == (
+        "Pods wait to be scheduled."
+    )
+    assert whole_sentences("Redis memory is full") == "Redis memory is full"
