@@ -571,7 +571,7 @@ def report(
     if lead is not None and (tool_line or not names_cause(summary, lead)):
         summary, written_by = composed_conclusion(lead, lang), "template"
     elif answer is not None and (tool_line or not states_answer(summary, answer)):
-        summary, written_by = answer, "template"
+        summary, written_by = answer if re.search(r"[.!?。！？]$", answer) else f"{answer}.", "template"
     elif tool_line:
         written_by = "template"
     used = sorted({e.tool_name for e in ledger.values() if e.result.status == "success"})
