@@ -175,8 +175,9 @@ def _sentences(text: str) -> list[str]:
 # form to fill in ("`<your-pword>` is your Docker password"), a sentence about the page itself ("This
 # page shows how to …", "本文介绍…").
 _NOTE_TO_AUTHORS = re.compile(r"^\W*(?:TODO|FIXME|TBD|XXX)\b", re.IGNORECASE)
-# Two placeholders for the reader's own values make a form, not a step ("kubectl logs <pod>" is a step).
-_PLACEHOLDER = re.compile(r"<your[-_ ][^>]{1,40}>|\{\{[^}]{1,60}\}\}")
+# Two placeholders for the reader's own values make a form, not a step ("kubectl logs <pod>" is a step,
+# and an alert's message template, "Node {{ $labels.node }} is evicting Pods …", says what fires and why).
+_PLACEHOLDER = re.compile(r"<your[-_ ][^>]{1,40}>")
 _ABOUT_THE_PAGE = re.compile(
     r"^(?:this|the following) (?:page|document|doc|guide|runbook|section|tutorial|article|playbook)\b|"
     r"^(?:本文|本页|本文档|本节|本章|本手册)",

@@ -300,7 +300,12 @@ def whole_sentences(text: str, limit: int = 300) -> str:
     """The text's complete sentences, each once: a small model repeats itself until the length cap cuts
     it mid-word ("… indicating that there are more connections available compared to the maximum. We")."""
     text = " ".join(text.split())[:limit]
-    parts = [p.strip() for p in _SENTENCE_END.split(text) if p.strip()]
+    parts: list[str] = []
+    for piece in (p.strip() for p in _SENTENCE_END.split(text) if p.strip()):
+        if parts and parts[-1].count("`") % 2:  # a full stop inside inline code ends no sentence
+            parts[-1] += " " + piece
+        else:
+            parts.append(piece)
     if parts and not re.search(r"[.!?。！？]$", parts[-1]):
         # Cut off by the cap, left unfinished, or the one sentence without a full stop after others that
         # have theirs ("… over the network. This phase typically occurs due to an error with thenode"):

@@ -511,3 +511,5 @@ def test_an_unfinished_statement_of_the_model_is_dropped_not_cut() -> None:
         "Pods wait to be scheduled."
     )
     assert whole_sentences("Redis memory is full") == "Redis memory is full"
+    cut = "Pods are evicted. The node is under pressure, which makes the `memory. available` signal fall below"
+    assert whole_sentences(cut) == "Pods are evicted."
