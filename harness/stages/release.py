@@ -156,8 +156,8 @@ UNVERIFIED = {
     "zh": "有 {n} 条发现引用的证据无法在本次工具输出中核实，已被拦截。",
 }
 NO_FINDING = {
-    "en": "The telemetry shows no finding about this question; the runbook guidance below says what to check.",
-    "zh": "遥测数据中没有与该问题相关的发现；下面的运维手册指导说明了要检查的内容。",
+    "en": "The telemetry shows no finding about this question.",
+    "zh": "遥测数据中没有与该问题相关的发现。",
 }
 NOT_DRAWN = {
     "en": "The model drew no finding from what the tools measured about the asked components; their lines are "
@@ -165,9 +165,13 @@ NOT_DRAWN = {
     "zh": "模型没有从工具对所问组件的测量中得出发现；工具测得的原始数据列在下面，未经分析。",
 }
 LIKELY = {"en": "Likely, not confirmed: ", "zh": "可能的原因（未经证实）："}
-RUNBOOK_SAYS = {
-    "en": "No tool finding names the cause; runbook {s} says: {t}",
-    "zh": "工具没有找到可定位原因的证据；运维手册 {s} 写道：{t}",
+# No statement of the model's to lead with: say so plainly, and never promote a runbook line to the first
+# sentence (the search's first line was another system's or another symptom's as often as not: a Postgres
+# hot-standby note for a wraparound stop, a GitLab status-tweet template for an outage without a deploy).
+NOTHING_NAMES = {
+    "en": "No tool finding names the cause; the runbook passages below are what the knowledge search found, "
+    "for you to judge whether they apply.",
+    "zh": "工具没有找到可定位原因的证据；下面是知识库检索到的运维手册段落，是否适用请自行判断。",
 }
 SCATTERED = {
     "en": "The knowledge search agreed on no runbook: each passage below comes from a different one, so some of "
@@ -547,17 +551,16 @@ def report(
         summary = findings[0].claim_text
     notes: list[str] = []
     if not findings:
-        # Nothing the model found: the first sentence is still something to act on, the model's summary (or
-        # its first hypothesis) as written and labelled unconfirmed or as the runbook it repeats, else the
-        # best runbook line, attributed; what was not found goes to the limitations. A small model wrote
+        # Nothing the model found: the first sentence is the model's summary (or its first hypothesis) as
+        # written and labelled unconfirmed or as the runbook it repeats, else a plain "nothing names the
+        # cause"; what was not found goes to the limitations. A small model wrote
         # "The root cause is …" over an unrelated runbook's sentence: it is labelled, never read as found.
         likely = summary if usable and complete_statement(summary) else ""
         likely = likely or next((h.hypothesis_text for h in hypotheses), "")
-        guide = next((c for c in claims if c.claim_type == "guidance"), None)
         if likely:
             summary = _unconfirmed(likely, claims, lang)
-        elif guide is not None:
-            summary = RUNBOOK_SAYS[lang].format(s=_source(guide), t=guide.claim_text)
+        elif any(c.claim_type == "guidance" for c in claims):
+            summary = NOTHING_NAMES[lang]
         else:
             summary = NO_FINDING[lang]
         notes = [NOT_DRAWN[lang] if measured else NO_FINDING[lang]]

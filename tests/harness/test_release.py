@@ -12,7 +12,7 @@ from harness.contracts import (
     VerifierOutput,
 )
 from harness.question_scope import QuestionScope
-from harness.stages.release import NOT_DRAWN, UNSUPPORTED, Release, report
+from harness.stages.release import NOT_DRAWN, NOTHING_NAMES, UNSUPPORTED, Release, report
 from harness.tools.base import LedgerEntry, ToolResult
 
 
@@ -281,11 +281,8 @@ def test_measured_lines_stand_as_added_findings_when_the_model_drew_none() -> No
     assert (first["kind"], first["added"], first["evidence_keys"]) == ("finding", True, ["logtpl:payment-service:2"])
     assert first["text"].startswith("payment-service log template 'Slow query <*>: UPDATE orders")
     assert "order-service" not in str(payload["report"]["analysis"])
-    # Nothing of the model's to lead with: the best runbook line, attributed; the measured lines follow.
-    assert release.conclusion == (
-        "No tool finding names the cause; runbook kubepodnotready says: State Running but not ready usually means "
-        "the readiness probe fails."
-    )
+    # Nothing of the model's to lead with: a plain sentence, no runbook line promoted to the first one.
+    assert release.conclusion == NOTHING_NAMES["en"]
     assert payload["report"]["limitations"]["missing_info"] == [NOT_DRAWN["en"]]
     assert payload["root_causes"] == []
     assert [r["source_type"] for r in payload["references"]][:1] == ["LOGS"]
@@ -322,7 +319,7 @@ def _lookup_ledger(titles: list[str]) -> dict[str, LedgerEntry]:
 
 def test_guidance_from_runbooks_that_agree_on_nothing_says_it_may_not_apply() -> None:
     """Every passage the question's lookup found is from a different runbook: the answer says the search
-    agreed on no runbook, in its limitations (the conclusion quotes the best line, attributed); two passages
+    agreed on no runbook, in its limitations (the conclusion says nothing names the cause); two passages
     of one runbook, however the corpora spell its title, are agreement."""
     from harness.stages.release import SCATTERED
 
@@ -333,7 +330,7 @@ def test_guidance_from_runbooks_that_agree_on_nothing_says_it_may_not_apply() ->
     )
     payload = scattered.payload.model_dump()
     assert SCATTERED["en"] in payload["report"]["limitations"]["missing_info"]
-    assert scattered.conclusion.startswith("No tool finding names the cause; runbook gandi-domains says: ")
+    assert scattered.conclusion == NOTHING_NAMES["en"]
     agreed = report(
         draft, _lookup_ledger(["KubePodNotReady", "Kube Pod Not Ready", "etcd slow reads"]), "en", None, scope
     )
