@@ -775,6 +775,14 @@ def diagnosis_quality(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n\nMeasured by " + "; ".join(stamps) + "."
 
 
+def _form(run: dict[str, Any]) -> dict[str, Any]:
+    """The answer-form figures (evaluation/answer_form.py) read from the run's stored answers, so runs
+    written before the checks existed have them too."""
+    from evaluation.answer_form import answer_form, form_figures
+
+    return form_figures([answer_form(c.get("content_type"), c.get("payload") or {}) for c in run["cases"]])
+
+
 def diagnosis_correctness(data: dict[str, Any]) -> str:
     """One column per run (model and split), the default model's report half first."""
     runs = data["runs"]
@@ -796,6 +804,11 @@ def diagnosis_correctness(data: dict[str, Any]) -> str:
         ("decode, tok/s (same run)", lambda e: _num(e["summary"]["decode_tok_per_s"])),
         ("ttr p50 / p95, s", lambda e: f"{_num(e['summary']['ttr_p50_s'])} / {_num(e['summary']['ttr_p95_s'])}"),
         ("cost: ttr p50 × decode (target ≤ 600)", lambda e: _num(e["summary"]["cost_tokens"])),
+        ("first sentence names the cause or says there is none", lambda e: _num(_form(e)["first_sentence_acts_rate"])),
+        (
+            "answers with a finding that is no tool's line / guidance lines that are a link, TODO or fragment",
+            lambda e: f"{_int(_form(e)['answers_with_model_findings'])} / {_int(_form(e)['poor_guidance_lines'])}",
+        ),
     ]
     columns: list[tuple[str, dict[str, Any]]] = []
     for n in names:

@@ -96,9 +96,7 @@ def guidance_lines(content_type: str | None, payload: dict[str, Any]) -> list[st
 
 def poor_guidance(content_type: str | None, payload: dict[str, Any]) -> list[str]:
     """Guidance lines that are a bare link, a TODO or a fragment of under five words."""
-    return [
-        g for g in guidance_lines(content_type, payload) if _TODO.search(g) or words(_URL.sub(" ", g)) < MIN_WORDS
-    ]
+    return [g for g in guidance_lines(content_type, payload) if _TODO.search(g) or words(_URL.sub(" ", g)) < MIN_WORDS]
 
 
 def answer_form(content_type: str | None, payload: dict[str, Any]) -> dict[str, Any]:
