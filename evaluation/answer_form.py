@@ -25,8 +25,8 @@ _ENDED = re.compile(r"[.!?。！？][)\]）」\"'`]*$")
 _TODO = re.compile(r"^\W*(?:TODO|FIXME|TBD)\b", re.IGNORECASE)
 # How an answer says plainly that its cause is unconfirmed or that nothing names one, in both languages.
 _SAYS_NONE = re.compile(
-    r"not confirmed|no (?:tool )?finding|names no|no cause|cannot be drawn|nothing|inconclusive|"
-    r"未经证实|未经确认|没有找到|没有发现|无法|不足以",
+    r"not confirmed|no (?:tool )?finding|names no|no cause|confirms no|cannot be drawn|inconclusive|"
+    r"未经证实|未经确认|未能确认|没有找到|没有发现|无法|不足以",
     re.IGNORECASE,
 )
 MIN_WORDS = 5

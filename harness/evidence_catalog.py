@@ -180,7 +180,7 @@ _NOTE_TO_AUTHORS = re.compile(r"^\W*(?:TODO|FIXME|TBD|XXX)\b", re.IGNORECASE)
 _PLACEHOLDER = re.compile(r"<your[-_ ][^>]{1,40}>")
 _ABOUT_THE_PAGE = re.compile(
     r"^(?:this|the following) (?:page|document|doc|guide|runbook|section|tutorial|article|playbook)\b|"
-    r"^(?:本文|本页|本文档|本节|本章|本手册)",
+    r"^(?:本文|本页|本文档|本节|本章|本手册)(?![点件])",  # 本节点 is "this node", 本文件 "this file"
     re.IGNORECASE,
 )
 _URL = re.compile(r"https?://\S+|www\.\S+")

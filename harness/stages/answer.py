@@ -293,7 +293,8 @@ def to_evidence(data: dict[str, Any], spans: list[Span], components: list[str] |
     return merge_repeats(evidence)
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
+# A Latin full stop ends a sentence only before a space ("1.2 s" is one number); a Chinese one always does.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
 
 
 def whole_sentences(text: str, limit: int = 300) -> str:

@@ -241,8 +241,9 @@ def decided_by_evidence(ledger: dict[str, LedgerEntry], scope: QuestionScope | N
 
 def supported_claims(evidence: ExecutorEvidence, verdict: VerifierOutput | None) -> list[Claim]:
     """The guard's kept claims minus those the verifier found unsupported or contradicted. None left
-    means no report, whatever the verdict says: a PASS whose every fact is unsupported (a small
-    verifier model's, or the model's PASS beside the rules' failures) must not release those claims."""
+    means no report, whatever the verdict says (a PASS whose every fact is unsupported, a small verifier
+    model's or the model's PASS beside the rules' failures, must not release those claims), unless an
+    analyzer's fact decides the answer: the report then stands on that fact alone."""
     if verdict is None:
         return list(evidence.claims)
     bad = {f.fact for f in verdict.facts_checked if f.verification in ("no_evidence", "contradicted")}
@@ -384,8 +385,8 @@ def as_measured(claims: list[Claim], causes: list[RootCause]) -> tuple[list[Clai
                 same = next(c.claim_id for c in out if c.claim_text == b.evidence_excerpt)
                 renamed.setdefault(claim.claim_id, []).append(same)
                 continue
-            if sum(c.claim_type != "guidance" for c in out) >= MAX_FINDING_LINES:
-                break
+            if n > 1 and sum(c.claim_type != "guidance" for c in out) >= MAX_FINDING_LINES:
+                break  # the cap takes a finding's further lines, never its first
             seen.add(b.evidence_excerpt)
             line = Claim(
                 claim_id=claim.claim_id if n == 1 else f"{claim.claim_id}-{n}",
@@ -396,8 +397,12 @@ def as_measured(claims: list[Claim], causes: list[RootCause]) -> tuple[list[Clai
             )
             out.append(line)
             renamed.setdefault(claim.claim_id, []).append(line.claim_id)
+    # A root cause rests on what is shown: a finding with no measured line (it cited runbooks only) is gone.
+    shown = {c.claim_id for c in out}
     causes = [
-        c.model_copy(update={"claim_ids": list(dict.fromkeys(i for j in c.claim_ids for i in renamed.get(j, [j])))})
+        c.model_copy(
+            update={"claim_ids": list(dict.fromkeys(i for j in c.claim_ids for i in renamed.get(j, [j]) if i in shown))}
+        )
         for c in causes
     ]
     return out, causes
@@ -557,12 +562,8 @@ def report(
         # "The root cause is …" over an unrelated runbook's sentence: it is labelled, never read as found.
         likely = summary if usable and complete_statement(summary) else ""
         likely = likely or next((h.hypothesis_text for h in hypotheses), "")
-        if likely:
-            summary = _unconfirmed(likely, claims, lang)
-        elif any(c.claim_type == "guidance" for c in claims):
-            summary = NOTHING_NAMES[lang]
-        else:
-            summary = NO_FINDING[lang]
+        # (With no finding, the claims are guidance: an empty draft without an analyzer's fact fell back above.)
+        summary = _unconfirmed(likely, claims, lang) if likely else NOTHING_NAMES[lang]
         notes = [NOT_DRAWN[lang] if measured else NO_FINDING[lang]]
         notes = [n for n in notes if n != summary]
     written_by = "model"
@@ -682,8 +683,8 @@ def fallback(
     else:
         facts = list(confirmed_claims)
     # What is confirmed is what the tools measured: the lines the confirmed findings cite, verbatim.
-    confirmed, _ = as_measured([c for c in facts if c.claim_type != "guidance" and not withheld(c.claim_text)], [])
-    confirmed = list(dict.fromkeys(c.claim_text for c in confirmed))
+    lines, _ = as_measured([c for c in facts if c.claim_type != "guidance" and not withheld(c.claim_text)], [])
+    confirmed = list(dict.fromkeys(c.claim_text for c in lines))
     scattered = None
     if not steps:
         steps = [_attributed(c) for c in list(guidance.values()) or _added_guidance(ledger)]
@@ -718,7 +719,9 @@ def fallback(
     elif suspects:
         blocks.append(block(SUSPECTS[lang], [f"{c.component} ({c.category})" for c in suspects]))
     text = "\n".join(blocks)
-    refs = _references(backed_claims(cited, verdict), ledger) if cited is not None and kind == "LOW_CONFIDENCE" else []
+    # A low-confidence answer cites the draft's backed claims; any other cites the lines it lists as confirmed.
+    backed = backed_claims(cited, verdict) if cited is not None and kind == "LOW_CONFIDENCE" else lines
+    refs = _references(backed, ledger)
     payload = SafeFallbackPayload(
         fallback_type=kind,
         text=text,

@@ -183,9 +183,9 @@ def echoes(text: str, question: str) -> bool:
 
 # How a statement the writer did not finish ends: a comma or an opening mark, or a word that needs the
 # words after it ("… refusing all new write commands,", "… as a result of the").
+# Lower case only, and no lone "a": "failed over to zone A", "moved to db-a" are finished.
 _UNFINISHED = re.compile(
-    r"(?:[,;:，；：、(（\[\-–—]|\b(?:and|or|but|the|a|an|to|of|with|in|on|for|by|that|which|because|from|as))\s*$",
-    re.IGNORECASE,
+    r"(?:[,;:，；：、(（\[\-–—]|\b(?:and|or|but|the|an|to|of|with|in|on|for|by|that|which|because|from|as))\s*$"
 )
 
 

@@ -73,3 +73,13 @@ def test_a_cause_first_or_a_plain_none_passes() -> None:
         "answers_with_model_findings": 0,
         "poor_guidance_lines": 0,
     }
+
+
+def test_a_chinese_low_confidence_head_says_none_and_a_tool_failure_does_not() -> None:
+    zh = {"text": "已获取的证据未能确认原因；以下是已有的信息和缺口，请谨慎参考。\n已确认信息：\n- （无）"}
+    failed = {
+        "text": "The evidence tools failed, so no evidence was gathered; this says nothing about the incident itself: "
+        "ask again once they answer.\nConfirmed:\n- (none)"
+    }
+    assert answer_form("SAFE_FALLBACK", zh)["first_sentence_acts"]
+    assert not answer_form("SAFE_FALLBACK", failed)["first_sentence_acts"]

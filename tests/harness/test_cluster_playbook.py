@@ -71,7 +71,7 @@ async def test_a_healthy_deployment_is_an_answer_with_no_root_cause() -> None:
     payload = _content(events)["payload"]
     assert payload["root_causes"] == []
     assert payload["report"]["conclusion"]["text"] == (
-        "pod shop/catalog-5c6b7d8f9-q8w2z: the pod is Running and healthy: every container ready, 0 restarts"
+        "pod shop/catalog-5c6b7d8f9-q8w2z: the pod is Running and healthy: every container ready, 0 restarts."
     )
 
 

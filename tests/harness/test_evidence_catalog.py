@@ -252,6 +252,7 @@ def test_notes_forms_pointers_and_sentences_about_the_page_are_no_guidance() -> 
     assert not is_guidance("本文介绍如何排查 TiDB 集群中的慢查询问题。")
     assert is_guidance("Run `kubectl describe pod <pod-name>` and read the Events at the end.")
     assert is_guidance("慢查询通常由缺失索引或统计信息过期导致。")
+    assert is_guidance("本节点的磁盘使用率超过 90% 时，kubelet 会开始驱逐 Pod，应先清理镜像。")
     # An alert's message template says what fires and why: its placeholders are the alert's labels.
     assert is_guidance("Node {{ $labels.node }} is evicting Pods due to {{ $labels.eviction_signal }}.")
     assert is_guidance("Check whether the readiness probe's path still exists in the new image.")

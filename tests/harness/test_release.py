@@ -510,3 +510,35 @@ def test_an_unfinished_statement_of_the_model_is_dropped_not_cut() -> None:
     assert whole_sentences("Redis memory is full") == "Redis memory is full"
     cut = "Pods are evicted. The node is under pressure, which makes the `memory. available` signal fall below"
     assert whole_sentences(cut) == "Pods are evicted."
+
+
+def test_numbers_zones_and_capped_findings_survive() -> None:
+    """A decimal point ends no sentence, a zone named A is a finished statement, and a root cause keeps
+    resting on its finding's line when an earlier finding cited many lines (the cap takes only further
+    lines); a finding that cited runbooks only leaves no id behind."""
+    from harness.contracts import RootCause
+    from harness.stages.answer import whole_sentences
+    from harness.stages.release import MAX_FINDING_LINES, as_measured
+    from harness.stages.support_check import complete_statement
+
+    assert whole_sentences("payment-service p99 latency rose to 1.2 s after the deploy") == (
+        "payment-service p99 latency rose to 1.2 s after the deploy"
+    )
+    assert complete_statement("Traffic failed over to zone A") and not complete_statement("It is caused by the")
+    many = Claim(
+        claim_id="claim-1",
+        claim_type="finding",
+        claim_text="many lines",
+        support_level="direct",
+        evidence_bindings=[_binding(f"logtpl:svc:{n}", "query_logs", "c5", f"line {n}") for n in range(6)],
+    )
+    other = many.model_copy(
+        update={"claim_id": "claim-2", "evidence_bindings": [_binding("logtpl:db:1", "query_logs", "c5", "db line")]}
+    )
+    runbook = many.model_copy(
+        update={"claim_id": "claim-3", "evidence_bindings": [_binding("doc#chunk-0", "lookup_knowledge", "c9", "x")]}
+    )
+    cause = RootCause(component="db", category="dependency", confidence="high", claim_ids=["claim-2", "claim-3"])
+    shown, causes = as_measured([many, other, runbook], [cause])
+    assert len([c for c in shown if c.claim_id.startswith("claim-1")]) == MAX_FINDING_LINES
+    assert causes[0].claim_ids == ["claim-2"] and "db line" in [c.claim_text for c in shown]
